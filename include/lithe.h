@@ -1,0 +1,81 @@
+/* lithe — a general-purpose memory allocator.
+ *
+ * Two ways to use it:
+ *   - as the process allocator: LD_PRELOAD=liblithe.so program, or link with
+ *     -llithe; then malloc/free/new/delete and friends are lithe's;
+ *   - beside the system allocator: call the lithe_ prefixed functions below.
+ *
+ * Environment options (read once, at the first allocation):
+ *   LITHE_ARENA_SIZE=N[k|m|g]  bytes reserved per arena (power of two,
+ *                              4 MiB .. 1 GiB; default 64 MiB)
+ *   LITHE_PURGE_DELAY_MS=N     free pages are given back to the OS after this
+ *                              many ms (default 1000; 0 = at once; -1 = never,
+ *                              except on lithe_collect(true) / malloc_trim)
+ *   LITHE_ON_ERROR=abort|ignore  what a detected misuse (double free, foreign
+ *                              pointer) does after its message (default abort)
+ *   LITHE_SHOW_STATS=1         print statistics to stderr at exit
+ *   LITHE_VERBOSE=1            print option values and OS failures to stderr
+ */
+#ifndef LITHE_H
+#define LITHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LITHE_VERSION_MAJOR 0
+#define LITHE_VERSION_MINOR 1
+
+/* The malloc family, with C/POSIX semantics (see docs/semantics.md). */
+void  *lithe_malloc(size_t size);
+void  *lithe_calloc(size_t count, size_t size);
+void  *lithe_realloc(void *ptr, size_t size);
+void  *lithe_reallocarray(void *ptr, size_t count, size_t size);
+void   lithe_free(void *ptr);
+void   lithe_free_sized(void *ptr, size_t size);
+int    lithe_posix_memalign(void **out, size_t alignment, size_t size);
+void  *lithe_aligned_alloc(size_t alignment, size_t size);
+void  *lithe_memalign(size_t alignment, size_t size);
+void  *lithe_valloc(size_t size);
+void  *lithe_pvalloc(size_t size);
+size_t lithe_malloc_usable_size(const void *ptr);
+int    lithe_malloc_trim(size_t pad);
+
+/* Give memory back: collect frees made by other threads, return empty spans
+ * to the page heap and, with force, return every wholly free page to the OS
+ * at once (otherwise only pages past the purge delay). */
+void lithe_collect(bool force);
+
+/* Process-wide counters. Byte figures are exact at the moment of the call
+ * for the OS layer; heap figures are summed over live thread heaps. */
+typedef struct lithe_stats_s {
+  size_t reserved;        /* address space reserved (arenas + xlarge maps)  */
+  size_t committed;       /* made read/write: what the kernel charges        */
+  size_t purged;          /* committed bytes currently given back (madvise)  */
+  size_t metadata;        /* committed bytes holding lithe's own metadata    */
+  size_t arenas;          /* arenas reserved                                 */
+  size_t xlarge_live;     /* live xlarge (own mapping) objects               */
+  size_t xlarge_bytes;    /* bytes mapped for live xlarge objects            */
+  size_t large_live;      /* live large (page-run) objects                   */
+  size_t spans_small;     /* spans currently holding small objects           */
+  size_t spans_abandoned; /* spans left by exited threads, not yet adopted   */
+  size_t heaps_live;      /* thread heaps in use                             */
+  size_t heaps_created;   /* thread heaps ever initialised                   */
+  size_t os_calls;        /* mmap + mprotect + madvise + munmap + mremap     */
+  size_t purges;          /* madvise(DONTNEED) calls                         */
+} lithe_stats_t;
+
+void lithe_stats_get(lithe_stats_t *out);
+/* Print the statistics in human form to file descriptor fd. */
+void lithe_stats_print(int fd);
+
+/* "lithe 0.1.0" */
+const char *lithe_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LITHE_H */
