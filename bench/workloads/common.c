@@ -1,0 +1,170 @@
+#define _GNU_SOURCE
+#include "common.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+double bench_tick_hz(int ms) {
+  struct timespec req = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  uint64_t n0 = bench_now_ns(), t0 = bench_ticks();
+  nanosleep(&req, NULL);
+  uint64_t n1 = bench_now_ns(), t1 = bench_ticks();
+  if (n1 == n0) return 1e9;
+  return (double)(t1 - t0) * 1e9 / (double)(n1 - n0);
+}
+
+static long parse_kb(const char *buf, const char *key) {
+  size_t kl = strlen(key);
+  const char *p = buf;
+  while (p && *p) {
+    if (strncmp(p, key, kl) == 0 && p[kl] == ':') {
+      p += kl + 1;
+      while (*p == ' ' || *p == '\t') p++;
+      long v = 0;
+      while (*p >= '0' && *p <= '9') v = v * 10 + (*p++ - '0');
+      return v;
+    }
+    p = strchr(p, '\n');
+    if (p) p++;
+  }
+  return -1;
+}
+
+int bench_read_status(bench_status_t *st) {
+  char buf[8192];
+  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  size_t len = 0;
+  for (;;) {
+    ssize_t r = read(fd, buf + len, sizeof buf - 1 - len);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    len += (size_t)r;
+    if (len == sizeof buf - 1) break;
+  }
+  close(fd);
+  buf[len] = 0;
+  st->vm_hwm = parse_kb(buf, "VmHWM");
+  st->vm_rss = parse_kb(buf, "VmRSS");
+  st->vm_data = parse_kb(buf, "VmData");
+  st->rss_anon = parse_kb(buf, "RssAnon");
+  st->rss_file = parse_kb(buf, "RssFile");
+  st->rss_shmem = parse_kb(buf, "RssShmem");
+  return 0;
+}
+
+long bench_peak_kb(const bench_status_t *st) {
+  if (st->vm_hwm < 0) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+  }
+  long v = st->vm_hwm;
+  if (st->rss_file > 0) v -= st->rss_file;
+  if (st->rss_shmem > 0) v -= st->rss_shmem;
+  return v;
+}
+
+long bench_end_kb(const bench_status_t *st) {
+  if (st->rss_anon >= 0) return st->rss_anon;
+  long v = st->vm_rss;
+  if (st->rss_file > 0) v -= st->rss_file;
+  if (st->rss_shmem > 0) v -= st->rss_shmem;
+  return v;
+}
+
+long bench_minor_faults(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_minflt;
+}
+
+int bench_reset_peak(void) {
+  int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t r = write(fd, "5", 1);
+  close(fd);
+  return r == 1 ? 0 : -1;
+}
+
+typedef void (*collect_fn)(bool);
+typedef int (*mallctl_fn)(const char *, void *, size_t *, void *, size_t);
+typedef void (*release_fn)(void);
+typedef int (*trim_fn)(size_t);
+
+const char *bench_scavenge(bool force) {
+  void *f;
+  if ((f = dlsym(RTLD_DEFAULT, "lithe_collect")) != NULL) {
+    ((collect_fn)f)(force);
+    return force ? "lithe_collect(true)" : "lithe_collect(false)";
+  }
+  if ((f = dlsym(RTLD_DEFAULT, "mi_collect")) != NULL) {
+    ((collect_fn)f)(force);
+    return force ? "mi_collect(true)" : "mi_collect(false)";
+  }
+  if ((f = dlsym(RTLD_DEFAULT, "mallctl")) != NULL) {
+    /* 4096 = MALLCTL_ARENAS_ALL */
+    const char *name = force ? "arena.4096.purge" : "arena.4096.decay";
+    int rc = ((mallctl_fn)f)(name, NULL, NULL, NULL, 0);
+    if (rc != 0) return force ? "mallctl(arena.4096.purge) failed" : "mallctl(arena.4096.decay) failed";
+    return force ? "mallctl(arena.4096.purge)" : "mallctl(arena.4096.decay)";
+  }
+  if (!force) return "none";
+  if ((f = dlsym(RTLD_DEFAULT, "MallocExtension_ReleaseFreeMemory")) != NULL) {
+    ((release_fn)f)();
+    return "MallocExtension_ReleaseFreeMemory";
+  }
+  if ((f = dlsym(RTLD_DEFAULT, "malloc_trim")) != NULL) {
+    ((trim_fn)f)(0);
+    return "malloc_trim(0)";
+  }
+  return "none";
+}
+
+void *bench_map(size_t bytes) {
+  if (bytes == 0) bytes = 1;
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) bench_die("mmap(%zu) failed: %s", bytes, strerror(errno));
+  return p;
+}
+
+void bench_unmap(void *p, size_t bytes) {
+  if (p) munmap(p, bytes ? bytes : 1);
+}
+
+int bench_ncpu(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
+void bench_die(const char *fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  size_t n = strlen(buf);
+  if (n < sizeof buf - 1) buf[n++] = '\n';
+  ssize_t w = write(2, buf, n);
+  (void)w;
+  exit(2);
+}
+
+const char *bench_opt(int argc, char **argv, int *i, const char *name) {
+  const char *a = argv[*i];
+  size_t n = strlen(name);
+  if (strncmp(a, name, n) != 0) return NULL;
+  if (a[n] == '=') return a + n + 1;
+  if (a[n] == 0) {
+    if (*i + 1 >= argc) bench_die("option %s needs a value", name);
+    return argv[++*i];
+  }
+  return NULL;
+}

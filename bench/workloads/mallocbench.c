@@ -1,0 +1,767 @@
+/* bench-mallocbench: the MallocBench-style synthetic workloads
+ * (BENCHSPEC 2 and 3.1-3.10, 3.13) with the MallocBench per-process protocol.
+ *
+ *   bench-mallocbench --benchmark NAME [--parallel] [--runs N] [--threads N]
+ *       [--heap MB] [--no-warmup] [--quick] [--memory-warning]
+ *       [--format=gobench] [--peak-per-run] [--settle] [--libc-random]
+ *
+ * Workload objects go through malloc/free (that is what is measured);
+ * harness state (thread pool, queues, balloon tables) lives in static memory,
+ * on the stack or in mmap'd memory. See docs/benchmarks.md.
+ */
+#define _GNU_SOURCE
+#include "common.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------------ */
+/* global configuration                                                      */
+
+static int g_quick;          /* --quick */
+static int g_libc_random;    /* --libc-random: use srandom(0)/random() in parallel too */
+static int g_nthreads = 1;   /* threads of this repetition (1 unless --parallel) */
+static int g_ncpu_cfg;       /* ncpu, or --threads */
+
+#define CHECK(cond, ...)                                   \
+  do {                                                     \
+    if (!(cond)) bench_die("check failed: " __VA_ARGS__);  \
+  } while (0)
+
+static volatile uint64_t g_sink; /* results that must not be optimised away */
+
+/* Random indices: the C library generator (srandom(0) per invocation, as the
+ * reference does) single-threaded, a per-thread xorshift in parallel. */
+typedef struct {
+  int libc;
+  uint64_t s;
+} rng_t;
+
+static void rng_init(rng_t *r, int tid, int nthreads) {
+  r->libc = (nthreads == 1) || g_libc_random;
+  if (r->libc)
+    srandom(0);
+  else
+    r->s = bench_rng_seed((uint64_t)tid);
+}
+static inline unsigned long rng_next(rng_t *r) {
+  if (r->libc) return (unsigned long)random();
+  return (unsigned long)(bench_rng_next(&r->s) >> 33); /* 31 bits like random() */
+}
+
+static long qdiv(long v, long d) { /* shrink for --quick, at least 1 */
+  if (!g_quick) return v;
+  v /= d;
+  return v > 0 ? v : 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* 3.1 churn                                                                */
+
+static void w_churn(int tid, int P) {
+  (void)tid;
+  long n = 7000000L / P;
+  n = qdiv(n, 64);
+  double *acc = bench_alloc(sizeof(double));
+  *acc = 0;
+  for (long i = 0; i < n; i++) {
+    double *p = bench_alloc(sizeof(double));
+    *p = (double)i;
+    *acc += *p;
+    bench_free(p, sizeof(double));
+  }
+  double want = (double)n * (double)(n - 1) / 2.0;
+  CHECK(*acc == want, "churn sum %.0f != %.0f", *acc, want);
+  g_sink += (uint64_t)*acc;
+  bench_free(acc, sizeof(double));
+}
+
+/* ------------------------------------------------------------------------ */
+/* 3.2 list_allocate                                                        */
+
+typedef struct lnode {
+  long refcount;
+  struct lnode *next;
+  unsigned char *payload;
+  size_t len;
+} lnode_t; /* 32 bytes on LP64 */
+
+static void w_list_allocate(int tid, int P) {
+  (void)tid;
+  long nodes = P > 1 ? 32768L / P : 32768L;
+  long rounds = P > 1 ? 140 : 70;
+  rounds = qdiv(rounds, 16);
+  size_t len = (size_t)((nodes % 64) | 1);
+  for (long r = 0; r < rounds; r++) {
+    lnode_t *head = NULL;
+    for (long i = 0; i < nodes; i++) {
+      lnode_t *n = bench_alloc(sizeof *n);
+      n->refcount = 1;
+      n->payload = bench_alloc(len);
+      memset(n->payload, 0, len);
+      n->len = len;
+      n->next = head;
+      head = n;
+    }
+    long count = 0;
+    uint64_t sum = 0;
+    while (head) {
+      lnode_t *next = head->next;
+      head->next = NULL;
+      sum += head->payload[0] + head->payload[head->len - 1];
+      bench_free(head->payload, head->len);
+      bench_free(head, sizeof *head);
+      head = next;
+      count++;
+    }
+    CHECK(count == nodes && sum == 0, "list_allocate count %ld sum %lu", count, (unsigned long)sum);
+    g_sink += (uint64_t)count;
+  }
+}
+
+/* ------------------------------------------------------------------------ */
+/* 3.3 tree_allocate, 3.4 tree_churn                                        */
+
+typedef struct tnode {
+  long refcount;
+  struct tnode *left, *right;
+  unsigned char *payload;
+  size_t len;
+  long id;
+} tnode_t; /* 48 bytes on LP64 */
+
+static tnode_t *tree_build(int level, long *next_id) {
+  tnode_t *l = level > 1 ? tree_build(level - 1, next_id) : NULL;
+  long id = (*next_id)++;
+  tnode_t *r = level > 1 ? tree_build(level - 1, next_id) : NULL;
+  size_t len = (size_t)(((level * 8) % 64) | 1);
+  tnode_t *n = bench_alloc(sizeof *n);
+  n->refcount = 1;
+  n->left = l;
+  n->right = r;
+  n->id = id;
+  n->payload = bench_alloc(len);
+  memset(n->payload, 0, len);
+  n->len = len;
+  CHECK((!l || l->id < id) && (!r || r->id > id), "tree ids out of order at %ld", id);
+  return n;
+}
+
+static long tree_release(tnode_t *n) {
+  if (!n) return 0;
+  long c = tree_release(n->left);
+  c += tree_release(n->right);
+  bench_free(n->payload, n->len);
+  bench_free(n, sizeof *n);
+  return c + 1;
+}
+
+static void w_tree_allocate(int tid, int P) {
+  (void)tid;
+  int depth = P > 1 ? 13 : 16;
+  long rounds = P > 1 ? 96 : 24;
+  rounds = qdiv(rounds, 16);
+  for (long r = 0; r < rounds; r++) {
+    long next_id = 0;
+    tnode_t *root = tree_build(depth, &next_id);
+    long want = (1L << depth) - 1;
+    CHECK(next_id == want && root->id == (1L << (depth - 1)) - 1, "tree_allocate ids");
+    long freed = tree_release(root);
+    CHECK(freed == want, "tree_allocate freed %ld of %ld", freed, want);
+    g_sink += (uint64_t)freed;
+  }
+}
+
+/* Replace a child by a fresh copy (new record, new payload), free the old. */
+static tnode_t *tree_copy(tnode_t *old, long counter) {
+  tnode_t *n = bench_alloc(sizeof *n);
+  *n = *old;
+  size_t len = (size_t)((counter % 64) | 1);
+  n->payload = bench_alloc(len);
+  memset(n->payload, 0, len);
+  n->len = len;
+  bench_free(old->payload, old->len);
+  bench_free(old, sizeof *old);
+  return n;
+}
+
+static void tree_churn_walk(tnode_t *n, long stride, long *counter, long *replaced) {
+  if (!n) return;
+  tree_churn_walk(n->left, stride, counter, replaced);
+  ++*counter;
+  if ((n->left || n->right) && *counter % stride == 0) {
+    if (n->left) n->left = tree_copy(n->left, *counter);
+    if (n->right) n->right = tree_copy(n->right, *counter);
+    *replaced += 1;
+  }
+  CHECK((!n->left || n->left->id < n->id) && (!n->right || n->right->id > n->id),
+        "tree_churn ids out of order at %ld", n->id);
+  tree_churn_walk(n->right, stride, counter, replaced);
+}
+
+static void w_tree_churn(int tid, int P) {
+  (void)tid;
+  int depth = P > 1 ? 12 : 15;
+  long passes = P > 1 ? 520 : 130;
+  passes = qdiv(passes, 32);
+  const long stride = 8;
+  long next_id = 0;
+  tnode_t *root = tree_build(depth, &next_id);
+  long replaced = 0;
+  for (long p = 0; p < passes; p++) {
+    long counter = 0;
+    tree_churn_walk(root, stride, &counter, &replaced);
+    CHECK(counter == next_id, "tree_churn visited %ld of %ld", counter, next_id);
+  }
+  long freed = tree_release(root);
+  CHECK(freed == next_id && replaced > 0, "tree_churn freed %ld replaced %ld", freed, replaced);
+  g_sink += (uint64_t)replaced;
+}
+
+/* ------------------------------------------------------------------------ */
+/* 3.5 fragment, 3.6 fragment_iterate                                       */
+
+typedef struct fobj {
+  struct fobj *next;
+  uint64_t pay[3];
+} fobj_t; /* 32 bytes */
+
+static fobj_t *fobj_new(void) {
+  fobj_t *o = bench_alloc(sizeof *o);
+  memset(o, 0, sizeof *o);
+  return o;
+}
+
+static void w_fragment(int tid, int P) {
+  long count = P > 1 ? 131072L / P : 131072L;
+  long rounds = 25;
+  rounds = qdiv(rounds, 8);
+  count = qdiv(count, 4);
+  rng_t rng;
+  rng_init(&rng, tid, P);
+  for (long r = 0; r < rounds; r++) {
+    fobj_t **table = bench_alloc((size_t)count * sizeof *table);
+    for (long i = 0; i < count; i++) table[i] = fobj_new();
+    for (long k = 0; k < count / 4; k++) {
+      long i = (long)(rng_next(&rng) % (unsigned long)count);
+      bench_free(table[i], sizeof(fobj_t));
+      table[i] = fobj_new();
+    }
+    uint64_t sum = 0;
+    for (long i = 0; i < count; i++) {
+      sum += (uint64_t)(uintptr_t)table[i]->next + table[i]->pay[2];
+      bench_free(table[i], sizeof(fobj_t));
+    }
+    bench_free(table, (size_t)count * sizeof *table);
+    CHECK(sum == 0, "fragment objects not zero");
+    g_sink += (uint64_t)count;
+  }
+}
+
+static void w_fragment_iterate(int tid, int P) {
+  long count = P > 1 ? 524288L / P : 524288L;
+  count = qdiv(count, 16);
+  const long walks = 20;
+  rng_t rng;
+  rng_init(&rng, tid, P);
+  fobj_t **table = bench_alloc((size_t)count * sizeof *table);
+  for (long i = 0; i < count; i++) table[i] = fobj_new();
+  fobj_t *head = NULL;
+  long listed = 0;
+  for (long k = 0; k < count / 4; k++) {
+    long i = (long)(rng_next(&rng) % (unsigned long)count);
+    if (table[i]) {
+      bench_free(table[i], sizeof(fobj_t));
+      table[i] = NULL;
+    }
+    fobj_t *o = fobj_new();
+    o->next = head;
+    head = o;
+    listed++;
+  }
+  for (long w = 0; w < walks; w++) {
+    long seen = 0;
+    for (fobj_t *o = head; o; o = o->next) {
+      CHECK((o->pay[0] | o->pay[1] | o->pay[2]) == 0, "fragment_iterate: non-zero payload");
+      seen++;
+    }
+    CHECK(seen == listed, "fragment_iterate walked %ld of %ld", seen, listed);
+  }
+  while (head) {
+    fobj_t *next = head->next;
+    bench_free(head, sizeof *head);
+    head = next;
+  }
+  for (long i = 0; i < count; i++)
+    if (table[i]) bench_free(table[i], sizeof(fobj_t));
+  bench_free(table, (size_t)count * sizeof *table);
+  g_sink += (uint64_t)listed;
+}
+
+/* ------------------------------------------------------------------------ */
+/* 3.7 medium, 3.8 big                                                      */
+
+typedef struct {
+  void *p;
+  size_t size;
+} rec_t;
+
+static void sized_gigabyte(int tid, int P, size_t min, size_t max) {
+  size_t total = ((size_t)1 << 30) / (size_t)P;
+  if (g_quick) total /= 64;
+  rng_t rng;
+  rng_init(&rng, tid, P);
+  size_t nrec = total / min;
+  rec_t *table = bench_alloc(nrec * sizeof *table);
+  memset(table, 0, nrec * sizeof *table);
+  size_t remaining = total, n = 0;
+  while (remaining > min) {
+    size_t size = (size_t)rng_next(&rng) % max;
+    if (size < min) size = min;
+    if (size > remaining) size = remaining;
+    void *p = bench_alloc(size);
+    memset(p, 0, size);
+    CHECK(n < nrec, "record table overflow");
+    table[n].p = p;
+    table[n].size = size;
+    n++;
+    remaining -= size;
+  }
+  size_t bytes = 0;
+  for (size_t i = 0; i < n; i++) {
+    bytes += table[i].size + ((unsigned char *)table[i].p)[table[i].size - 1];
+    bench_free(table[i].p, table[i].size);
+  }
+  CHECK(bytes == total - remaining, "medium/big byte count");
+  bench_free(table, nrec * sizeof *table);
+  g_sink += n;
+}
+
+static void w_medium(int tid, int P) { sized_gigabyte(tid, P, 1024, 8 * 1024); }
+static void w_big(int tid, int P) { sized_gigabyte(tid, P, 8 * 1024, 128 * 1024); }
+
+/* ------------------------------------------------------------------------ */
+/* 3.9 message_one, 3.10 message_many                                       */
+
+#define MSG_NODES 1024
+#define MSG_NODE_SIZE 256
+#define MSG_BURST 16
+#define QCAP 64 /* > MSG_BURST + 1 outstanding tasks */
+
+typedef struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv_work, cv_done;
+  void *slot[QCAP]; /* NULL = drain marker */
+  unsigned head, tail;
+  unsigned long drains_posted, drains_done;
+  int quit;
+  pthread_t thread;
+} mqueue_t;
+
+static mqueue_t *g_queues; /* mmap'd */
+static int g_nqueues;
+
+static void *msg_make(void) {
+  void **hdr = bench_alloc(8);
+  void **arr = bench_alloc(MSG_NODES * sizeof(void *));
+  for (int i = 0; i < MSG_NODES; i++) {
+    void *node = bench_alloc(MSG_NODE_SIZE);
+    memset(node, 0, MSG_NODE_SIZE);
+    arr[i] = node;
+  }
+  *hdr = arr;
+  return hdr;
+}
+
+static void msg_consume(void *m) {
+  void **hdr = m;
+  void **arr = *hdr;
+  uint32_t sum = 0;
+  for (int i = 0; i < MSG_NODES; i++) {
+    const uint16_t *w = arr[i];
+    for (int k = 0; k < MSG_NODE_SIZE / 2; k++) sum += w[k];
+  }
+  CHECK(sum == 0, "message checksum %u", sum);
+  for (int i = 0; i < MSG_NODES; i++) bench_free(arr[i], MSG_NODE_SIZE);
+  bench_free(arr, MSG_NODES * sizeof(void *));
+  bench_free(hdr, 8);
+}
+
+static void *mq_worker(void *arg) {
+  mqueue_t *q = arg;
+  pthread_mutex_lock(&q->mu);
+  for (;;) {
+    while (q->head == q->tail && !q->quit) pthread_cond_wait(&q->cv_work, &q->mu);
+    if (q->head == q->tail && q->quit) break;
+    void *m = q->slot[q->head % QCAP];
+    q->head++;
+    if (m == NULL) {
+      q->drains_done++;
+      pthread_cond_broadcast(&q->cv_done);
+      continue;
+    }
+    pthread_mutex_unlock(&q->mu);
+    msg_consume(m);
+    pthread_mutex_lock(&q->mu);
+  }
+  pthread_mutex_unlock(&q->mu);
+  return NULL;
+}
+
+static void mq_post(mqueue_t *q, void *m) {
+  pthread_mutex_lock(&q->mu);
+  CHECK(q->tail - q->head < QCAP, "message queue overflow");
+  q->slot[q->tail % QCAP] = m;
+  q->tail++;
+  if (m == NULL) q->drains_posted++;
+  pthread_cond_signal(&q->cv_work);
+  pthread_mutex_unlock(&q->mu);
+}
+
+static void mq_wait_drained(mqueue_t *q) {
+  pthread_mutex_lock(&q->mu);
+  while (q->drains_done < q->drains_posted) pthread_cond_wait(&q->cv_done, &q->mu);
+  pthread_mutex_unlock(&q->mu);
+}
+
+static void mq_drain_all(void) {
+  for (int i = 0; i < g_nqueues; i++) mq_post(&g_queues[i], NULL);
+  for (int i = 0; i < g_nqueues; i++) mq_wait_drained(&g_queues[i]);
+}
+
+static void mq_start(int n) {
+  g_nqueues = n;
+  g_queues = bench_map((size_t)n * sizeof(mqueue_t));
+  for (int i = 0; i < n; i++) {
+    mqueue_t *q = &g_queues[i];
+    pthread_mutex_init(&q->mu, NULL);
+    pthread_cond_init(&q->cv_work, NULL);
+    pthread_cond_init(&q->cv_done, NULL);
+    if (pthread_create(&q->thread, NULL, mq_worker, q) != 0) bench_die("pthread_create failed");
+  }
+}
+
+static void mq_stop(void) {
+  for (int i = 0; i < g_nqueues; i++) {
+    mqueue_t *q = &g_queues[i];
+    pthread_mutex_lock(&q->mu);
+    q->quit = 1;
+    pthread_cond_signal(&q->cv_work);
+    pthread_mutex_unlock(&q->mu);
+    pthread_join(q->thread, NULL);
+  }
+  bench_unmap(g_queues, (size_t)g_nqueues * sizeof(mqueue_t));
+  g_queues = NULL;
+  g_nqueues = 0;
+}
+
+static void setup_message_one(void) { mq_start(1); }
+static void setup_message_many(void) { mq_start(g_ncpu_cfg - 1); }
+
+static void w_message_one(int tid, int P) {
+  (void)tid;
+  (void)P;
+  long messages = qdiv(2048, 32);
+  for (long m = 0; m < messages; m++) {
+    mq_post(&g_queues[0], msg_make());
+    if ((m + 1) % MSG_BURST == 0) mq_drain_all();
+  }
+  mq_drain_all();
+  g_sink += (uint64_t)messages;
+}
+
+static void w_message_many(int tid, int P) {
+  (void)tid;
+  (void)P;
+  long steps = qdiv(768, 16);
+  for (long s = 0; s < steps; s++) {
+    for (int w = 0; w < g_nqueues; w++) mq_post(&g_queues[w], msg_make());
+    if ((s + 1) % MSG_BURST == 0) mq_drain_all();
+  }
+  mq_drain_all();
+  g_sink += (uint64_t)steps;
+}
+
+/* ------------------------------------------------------------------------ */
+/* 3.13 balloon                                                             */
+
+static void w_balloon(int tid, int P) {
+  (void)tid;
+  const size_t bs = 1024;
+  size_t big = ((size_t)100 << 20) / bs / (size_t)P;   /* 100 MiB of 1 KiB blocks */
+  size_t steady = ((size_t)10 << 20) / bs / (size_t)P; /* 10 MiB steady set */
+  long limit_kb = 20 * 1024;                           /* resident target */
+  if (g_quick) {
+    big /= 8;
+    steady /= 8;
+    limit_kb /= 8;
+  }
+  if (steady == 0) steady = 1;
+  void **table = bench_map(big * sizeof(void *)); /* harness table, off-heap */
+  uint64_t t0 = bench_now_ns();
+  for (size_t i = 0; i < big; i++) {
+    table[i] = bench_alloc(bs);
+    memset(table[i], 0, bs);
+  }
+  for (size_t i = 0; i < big; i++) bench_free(table[i], bs);
+  uint64_t t1 = bench_now_ns();
+  uint64_t budget = 8 * (t1 - t0);
+  long loops = 0;
+  for (;;) {
+    for (size_t i = 0; i < steady; i++) {
+      table[i] = bench_alloc(bs);
+      memset(table[i], 0, bs);
+    }
+    for (size_t i = 0; i < steady; i++) bench_free(table[i], bs);
+    loops++;
+    bench_status_t st;
+    if (bench_read_status(&st) == 0 && bench_end_kb(&st) <= limit_kb) break;
+    if (bench_now_ns() - t1 >= budget) break;
+  }
+  bench_unmap(table, big * sizeof(void *));
+  g_sink += (uint64_t)loops;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the table of workloads                                                   */
+
+typedef struct {
+  const char *name;
+  void (*run)(int tid, int nthreads);
+  int no_parallel;
+  void (*setup)(void);
+  void (*teardown)(void);
+} workload_t;
+
+static const workload_t g_workloads[] = {
+    {"churn", w_churn, 0, NULL, NULL},
+    {"list_allocate", w_list_allocate, 0, NULL, NULL},
+    {"tree_allocate", w_tree_allocate, 0, NULL, NULL},
+    {"tree_churn", w_tree_churn, 0, NULL, NULL},
+    {"fragment", w_fragment, 0, NULL, NULL},
+    {"fragment_iterate", w_fragment_iterate, 0, NULL, NULL},
+    {"medium", w_medium, 0, NULL, NULL},
+    {"big", w_big, 0, NULL, NULL},
+    {"message_one", w_message_one, 1, setup_message_one, mq_stop},
+    {"message_many", w_message_many, 1, setup_message_many, mq_stop},
+    {"balloon", w_balloon, 0, NULL, NULL},
+};
+#define NWORKLOADS (sizeof g_workloads / sizeof g_workloads[0])
+
+/* ------------------------------------------------------------------------ */
+/* parallel pool: nthreads workers released together from a barrier         */
+
+static pthread_barrier_t g_start, g_done;
+static pthread_t *g_pool; /* mmap'd */
+static int g_pool_n;
+static const workload_t *g_cur;
+static atomic_int g_pool_quit;
+
+typedef struct {
+  int tid;
+} pool_arg_t;
+static pool_arg_t *g_pool_args;
+
+static void *pool_main(void *arg) {
+  int tid = ((pool_arg_t *)arg)->tid;
+  for (;;) {
+    pthread_barrier_wait(&g_start);
+    if (atomic_load(&g_pool_quit)) break;
+    g_cur->run(tid, g_pool_n);
+    pthread_barrier_wait(&g_done);
+  }
+  return NULL;
+}
+
+static void pool_start(int n) {
+  g_pool_n = n;
+  g_pool = bench_map((size_t)n * sizeof(pthread_t));
+  g_pool_args = bench_map((size_t)n * sizeof(pool_arg_t));
+  pthread_barrier_init(&g_start, NULL, (unsigned)n + 1);
+  pthread_barrier_init(&g_done, NULL, (unsigned)n + 1);
+  for (int i = 0; i < n; i++) {
+    g_pool_args[i].tid = i;
+    if (pthread_create(&g_pool[i], NULL, pool_main, &g_pool_args[i]) != 0)
+      bench_die("pthread_create failed");
+  }
+}
+
+static void pool_stop(void) {
+  atomic_store(&g_pool_quit, 1);
+  pthread_barrier_wait(&g_start);
+  for (int i = 0; i < g_pool_n; i++) pthread_join(g_pool[i], NULL);
+  pthread_barrier_destroy(&g_start);
+  pthread_barrier_destroy(&g_done);
+  bench_unmap(g_pool, (size_t)g_pool_n * sizeof(pthread_t));
+  bench_unmap(g_pool_args, (size_t)g_pool_n * sizeof(pool_arg_t));
+}
+
+/* One repetition; returns its wall time in ns. */
+static uint64_t run_once(const workload_t *w, int parallel) {
+  uint64_t t0 = bench_now_ns();
+  if (parallel) {
+    pthread_barrier_wait(&g_start);
+    pthread_barrier_wait(&g_done);
+  } else {
+    w->run(0, 1);
+  }
+  return bench_now_ns() - t0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* background heap (--heap MB, BENCHSPEC 2.2 step 1)                          */
+
+#define HEAP_CHUNK_OBJS (1024 * 1024 / 32)
+
+static void **heap_build(long mb) {
+  if (mb <= 0) return NULL;
+  void **top = bench_alloc((size_t)mb * sizeof(void *));
+  for (long c = 0; c < mb; c++) {
+    void **chunk = bench_alloc(HEAP_CHUNK_OBJS * sizeof(void *));
+    for (int i = 0; i < HEAP_CHUNK_OBJS; i++) {
+      chunk[i] = bench_alloc(32);
+      memset(chunk[i], 0, 32);
+    }
+    top[c] = chunk;
+  }
+  return top;
+}
+
+static void heap_free(void **top, long mb) {
+  if (!top) return;
+  for (long c = 0; c < mb; c++) {
+    void **chunk = top[c];
+    for (int i = 0; i < HEAP_CHUNK_OBJS; i++) bench_free(chunk[i], 32);
+  }
+  for (long c = 0; c < mb; c++) bench_free(top[c], HEAP_CHUNK_OBJS * sizeof(void *));
+  bench_free(top, (size_t)mb * sizeof(void *));
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void usage(void) {
+  fputs("usage: bench-mallocbench --benchmark NAME [--parallel] [--runs N] [--threads N]\n"
+        "         [--heap MB] [--no-warmup] [--quick] [--memory-warning] [--format=gobench]\n"
+        "         [--peak-per-run] [--settle] [--libc-random]\n"
+        "workloads:",
+        stderr);
+  for (size_t i = 0; i < NWORKLOADS; i++) fprintf(stderr, " %s", g_workloads[i].name);
+  fputc('\n', stderr);
+  exit(2);
+}
+
+int main(int argc, char **argv) {
+  const char *name = NULL, *v;
+  int parallel = 0, runs = 8, warmup = 1, memory_warning = 0, gobench = 0;
+  int peak_per_run = 0, settle = 0, threads = 0;
+  long heap_mb = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if ((v = bench_opt(argc, argv, &i, "--benchmark"))) name = v;
+    else if ((v = bench_opt(argc, argv, &i, "--runs"))) runs = atoi(v);
+    else if ((v = bench_opt(argc, argv, &i, "--threads"))) threads = atoi(v);
+    else if ((v = bench_opt(argc, argv, &i, "--heap"))) heap_mb = atol(v);
+    else if ((v = bench_opt(argc, argv, &i, "--format"))) {
+      if (strcmp(v, "gobench") == 0) gobench = 1;
+      else if (strcmp(v, "mallocbench") == 0) gobench = 0;
+      else bench_die("unknown --format %s", v);
+    } else if (!strcmp(a, "--parallel")) parallel = 1;
+    else if (!strcmp(a, "--no-warmup")) warmup = 0;
+    else if (!strcmp(a, "--quick")) g_quick = 1;
+    else if (!strcmp(a, "--memory-warning") || !strcmp(a, "--memory_warning")) memory_warning = 1;
+    else if (!strcmp(a, "--peak-per-run")) peak_per_run = 1;
+    else if (!strcmp(a, "--settle")) settle = 1;
+    else if (!strcmp(a, "--libc-random")) g_libc_random = 1;
+    else if (!strcmp(a, "--help") || !strcmp(a, "-h")) usage();
+    else if (a[0] != '-' && !name) name = a;
+    else {
+      fprintf(stderr, "unknown option %s\n", a);
+      usage();
+    }
+  }
+  if (!name) usage();
+  const workload_t *w = NULL;
+  for (size_t i = 0; i < NWORKLOADS; i++)
+    if (!strcmp(g_workloads[i].name, name)) w = &g_workloads[i];
+  if (!w) {
+    fprintf(stderr, "unknown benchmark %s\n", name);
+    usage();
+  }
+  if (runs < 0) runs = 0;
+  g_ncpu_cfg = threads > 0 ? threads : bench_ncpu();
+
+  char fullname[128];
+  snprintf(fullname, sizeof fullname, "%s%s%s", name, parallel ? "_parallel" : "",
+           memory_warning ? "_memory_warning" : "");
+  if (parallel && w->no_parallel) {
+    printf("# skip: %s does not support --parallel\n", name);
+    return 0;
+  }
+  if (!strcmp(name, "message_many") && g_ncpu_cfg < 2) {
+    printf("# skip: message_many needs at least 2 CPUs (have %d)\n", g_ncpu_cfg);
+    return 0;
+  }
+  /* stdout gets a static buffer, so the report's printf does not allocate
+   * between the end-of-run sample and the output. */
+  static char outbuf[8192];
+  setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
+
+  g_nthreads = parallel ? g_ncpu_cfg : 1;
+  void **bg = heap_build(heap_mb);
+  if (w->setup) w->setup();
+  if (parallel) {
+    g_cur = w;
+    pool_start(g_nthreads);
+  }
+  if (warmup) (void)run_once(w, parallel);
+  if (peak_per_run) bench_reset_peak();
+  long f0 = bench_minor_faults();
+  uint64_t total_ns = 0;
+  for (int r = 0; r < runs; r++) total_ns += run_once(w, parallel);
+  long f1 = bench_minor_faults();
+  if (parallel) pool_stop();
+  if (w->teardown) w->teardown();
+  heap_free(bg, heap_mb);
+  const char *scav = bench_scavenge(memory_warning);
+  bench_status_t st;
+  if (settle) { /* poll every 2 s until resident memory stops shrinking */
+    bench_read_status(&st);
+    long prev = bench_end_kb(&st);
+    for (;;) {
+      sleep(2);
+      bench_read_status(&st);
+      long cur = bench_end_kb(&st);
+      if (cur >= prev) break;
+      prev = cur;
+    }
+  }
+  bench_read_status(&st);
+  long peak = bench_peak_kb(&st), end = bench_end_kb(&st);
+  long faults = runs > 0 ? (f1 - f0) / runs : 0;
+  double mean_ns = runs > 0 ? (double)total_ns / runs : 0;
+
+  printf("# scavenge: %s\n", scav);
+  if (gobench) {
+    if (runs > 0)
+      printf("Benchmark%s %d %.0f ns/op %ld peak-kB %ld end-kB %ld faults\n", fullname, runs,
+             mean_ns, peak, end, faults);
+    else
+      printf("Benchmark%s 1 %ld peak-kB %ld end-kB\n", fullname, peak, end);
+  } else {
+    printf("Running %s [ %s ] [ don't use-thread-id ] [ heap: %ldMB ] [ runs: %d ]...\n", name,
+           parallel ? "parallel" : "not parallel", heap_mb, runs);
+    if (runs > 0)
+      printf("Time:\t%.3fms\n", mean_ns / 1e6);
+    else
+      printf("Time:\tn/a\n");
+    printf("Peak Memory:\t%ldkB\n", peak);
+    printf("Memory at End:\t%ldkB\n", end);
+    printf("Minor Faults:\t%ld per run\n", faults);
+  }
+  if (g_quick) printf("# note: --quick sizes (not for claims)\n");
+  if (parallel) printf("# note: %d threads\n", g_nthreads);
+  return g_sink == 0xdeadbeefcafef00dull; /* never: keeps g_sink live */
+}
