@@ -1,0 +1,621 @@
+/* lithe-replay -- replays a lithe trace (docs/trace-format.md) against the
+ * allocator of this process (choose it with LD_PRELOAD).
+ *
+ *   lithe-replay TRACE[.xz] [--threads|--serial] [--runs N] [--no-warmup]
+ *                [--format=gobench] [--quick] [--verify] [--verify-min-size N] [--info]
+ *
+ * Replay rules (docs/trace-format.md, "Replay"):
+ *  - default (--threads): one replay thread per recorded thread (recorded
+ *    thread 0 runs on the main thread); each executes its own records in
+ *    recorded order. A record that frees / reallocates an object waits until
+ *    the object's allocation has been performed (per-object happens-before:
+ *    the slot's tag is published with a release store and awaited with
+ *    acquire loads). Waits always point to an earlier record, so the replay
+ *    cannot deadlock. --serial replays every record on one thread in order.
+ *  - Memory touching: like MallocBench's interpreter, every byte an
+ *    allocation hands out is written once (memset) right after the call;
+ *    realloc writes only the bytes it added beyond the old size.
+ *  - All of the replayer's own bookkeeping (the decompressed trace, the
+ *    per-thread op arrays, the slot table) lives in memfd-backed shared
+ *    mappings: it never goes through malloc and counts as RssShmem, which the
+ *    memory figures subtract, so only the allocator's heap is measured.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "trace-format.h"
+
+static const char *g_prog = "lithe-replay";
+static const char *g_file;
+
+__attribute__((noreturn, format(printf, 1, 2))) static void die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "%s: %s: ", g_prog, g_file ? g_file : "");
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  exit(2);
+}
+
+/* ------------------------------------------------------------ bookkeeping memory */
+/* memfd-backed MAP_SHARED: shmem pages, outside malloc and outside RssAnon. */
+static void *bk_alloc(size_t n) {
+  if (!n) n = 1;
+  n = (n + 4095) & ~(size_t)4095;
+  int fd = memfd_create("lithe-replay", MFD_CLOEXEC);
+  void *p = MAP_FAILED;
+  if (fd >= 0 && ftruncate(fd, (off_t)n) == 0)
+    p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  if (fd >= 0) close(fd);
+  if (p == MAP_FAILED)
+    p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (p == MAP_FAILED) die("out of memory for %zu bytes of bookkeeping", n);
+  return p;
+}
+
+/* ------------------------------------------------------------ loading */
+struct blob { const unsigned char *p; size_t n; };
+
+static struct blob load_file(const char *path) {
+  struct blob b = { 0, 0 };
+  size_t len = strlen(path);
+  bool xz = len > 3 && strcmp(path + len - 3, ".xz") == 0;
+  int fd;
+  if (xz) {
+    if (access(path, R_OK) != 0) die("cannot open: %s", strerror(errno));
+    fd = memfd_create("lithe-replay-trace", MFD_CLOEXEC);
+    if (fd < 0) die("memfd_create: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0) die("fork: %s", strerror(errno));
+    if (pid == 0) {
+      dup2(fd, 1);
+      execlp("xz", "xz", "-dc", "--", path, (char *)NULL);
+      fprintf(stderr, "%s: cannot run xz (apt-get install xz-utils): %s\n", g_prog, strerror(errno));
+      _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+      die("xz -dc failed (corrupt or truncated .xz file, or xz missing)");
+  } else {
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) die("cannot open: %s", strerror(errno));
+  }
+  struct stat sb;
+  if (fstat(fd, &sb) != 0) die("fstat: %s", strerror(errno));
+  b.n = (size_t)sb.st_size;
+  if (b.n) {
+    void *m = mmap(NULL, b.n, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+    if (m == MAP_FAILED) die("mmap: %s", strerror(errno));
+    b.p = m;
+  }
+  close(fd);
+  return b;
+}
+
+/* ------------------------------------------------------------ decoded form */
+struct rop {            /* one operation of one replay thread, 32 bytes */
+  uint64_t size;
+  uint64_t wait;        /* tag the slot must hold before we touch it (ref+1), 0: none */
+  uint64_t tag;         /* own record index + 1, published in the slot */
+  uint32_t slot;
+  uint8_t op, alog;
+  uint16_t pad;
+};
+struct slot {
+  _Atomic uint64_t tag;
+  void *ptr;
+  uint64_t size;
+  uint64_t pad;
+};
+
+struct trace {
+  struct ltr_header h;
+  uint64_t nrec;          /* records replayed (<= h.record_count with --quick) */
+  unsigned nthreads;      /* replay threads */
+  struct rop **ops;       /* per replay thread */
+  uint64_t *nops;
+  uint64_t nslots;
+  struct slot *slots;
+  uint64_t peak_live, end_live;          /* in record order */
+  uint64_t peak_live_min, end_live_min;  /* same, objects >= verify_min_size only */
+  uint64_t ops_min;                      /* records touching objects >= min size */
+  uint64_t opcount[LTR_NOPS];
+  uint64_t bk_bytes;
+};
+
+static uint64_t rd64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static uint32_t rd32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+
+static void parse_header(struct blob b, struct ltr_header *h) {
+  if (b.n < LTR_HEADER_SIZE) die("not a lithe trace: file too short (%zu bytes)", b.n);
+  if (memcmp(b.p, LTR_MAGIC, 8) != 0) die("not a lithe trace: bad magic");
+  memcpy(h->magic, b.p, 8);
+  h->version = rd32(b.p + 8);
+  h->header_size = rd32(b.p + 12);
+  h->record_count = rd64(b.p + 16);
+  h->payload_bytes = rd64(b.p + 24);
+  h->thread_count = rd32(b.p + 32);
+  h->flags = rd32(b.p + 36);
+  h->payload_fnv = rd64(b.p + 40);
+  h->peak_live_bytes = rd64(b.p + 48);
+  h->pid = rd32(b.p + 56);
+  h->header_fnv = rd32(b.p + 60);
+  if (h->version != LTR_VERSION)
+    die("unsupported trace version %u (this replayer reads version %u)", h->version, LTR_VERSION);
+  if (h->header_fnv != ltr_fnv32(b.p, 60)) die("corrupt trace: header checksum mismatch");
+  if (h->header_size != LTR_HEADER_SIZE) die("corrupt trace: header size %u", h->header_size);
+  if (h->flags != 0) die("corrupt trace: unknown flags 0x%x", h->flags);
+  if (b.n - LTR_HEADER_SIZE < h->payload_bytes)
+    die("truncated trace: header says %" PRIu64 " payload bytes, file has %zu", h->payload_bytes,
+        b.n - LTR_HEADER_SIZE);
+  if (b.n - LTR_HEADER_SIZE > h->payload_bytes)
+    die("corrupt trace: %zu bytes of trailing data", (size_t)(b.n - LTR_HEADER_SIZE - h->payload_bytes));
+  if (h->record_count > h->payload_bytes / 2)
+    die("corrupt trace: %" PRIu64 " records cannot fit in %" PRIu64 " bytes", h->record_count,
+        h->payload_bytes);
+  if (h->thread_count > LTR_MAX_THREADS || (h->record_count && !h->thread_count))
+    die("corrupt trace: thread count %u", h->thread_count);
+  if (ltr_fnv64(LTR_FNV64_INIT, b.p + LTR_HEADER_SIZE, h->payload_bytes) != h->payload_fnv)
+    die("corrupt trace: payload checksum mismatch");
+}
+
+struct rec { unsigned op, alog, tid; uint64_t size, back; };
+
+/* decode one record at *at; dies on any inconsistency */
+static void next_rec(const unsigned char *p, size_t n, size_t *at, unsigned *cur_tid, uint64_t idx,
+                     unsigned nthreads, struct rec *r) {
+  size_t k;
+  uint64_t v;
+  if (*at >= n) die("corrupt trace: payload ends at record %" PRIu64, idx);
+  unsigned tag = p[(*at)++];
+  if (tag & LTR_TAG_RESERVED) die("corrupt trace: record %" PRIu64 ": bad tag 0x%02x", idx, tag);
+  r->op = tag & LTR_TAG_OP_MASK;
+  if (r->op < LTR_MALLOC || r->op >= LTR_NOPS)
+    die("corrupt trace: record %" PRIu64 ": unknown operation %u", idx, r->op);
+  if (tag & LTR_TAG_THREAD) {
+    if (!(k = ltr_get_varint(p + *at, n - *at, &v)))
+      die("corrupt trace: record %" PRIu64 ": bad thread id", idx);
+    *at += k;
+    if (v >= nthreads)
+      die("corrupt trace: record %" PRIu64 ": thread %" PRIu64 " >= thread count %u", idx, v, nthreads);
+    *cur_tid = (unsigned)v;
+  }
+  r->tid = *cur_tid;
+  r->alog = 0; r->size = 0; r->back = 0;
+  if (r->op == LTR_FREE || ltr_op_is_realloc(r->op)) {
+    if (!(k = ltr_get_varint(p + *at, n - *at, &r->back)))
+      die("corrupt trace: record %" PRIu64 ": bad reference", idx);
+    *at += k;
+    if (r->back > idx || (r->op == LTR_FREE && r->back == 0))
+      die("corrupt trace: record %" PRIu64 ": reference %" PRIu64 " back is out of range", idx, r->back);
+  }
+  if (ltr_op_is_aligned(r->op)) {
+    if (*at >= n) die("corrupt trace: record %" PRIu64 ": truncated", idx);
+    r->alog = p[(*at)++];
+    if (r->alog > 40) die("corrupt trace: record %" PRIu64 ": alignment 2^%u", idx, r->alog);
+  }
+  if (r->op != LTR_FREE) {
+    if (!(k = ltr_get_varint(p + *at, n - *at, &r->size)))
+      die("corrupt trace: record %" PRIu64 ": bad size", idx);
+    *at += k;
+    if (r->size > LTR_MAX_SIZE)
+      die("corrupt trace: record %" PRIu64 ": size %" PRIu64 " is implausible", idx, r->size);
+  }
+}
+
+static void decode(struct blob b, struct trace *t, bool serial, uint64_t limit, uint64_t min_size) {
+  parse_header(b, &t->h);
+  const unsigned char *p = b.p + LTR_HEADER_SIZE;
+  size_t n = t->h.payload_bytes;
+  uint64_t nrec = t->h.record_count;
+  unsigned nthr_rec = t->h.thread_count ? t->h.thread_count : 1;
+  t->nthreads = serial ? 1 : nthr_rec;
+  t->nrec = nrec < limit ? nrec : limit;
+
+  /* temporaries: obj_slot[record] and alive bitmap (record -> object still live) */
+  uint32_t *obj_slot = bk_alloc(t->nrec * sizeof(uint32_t) + 8);
+  uint64_t *alive = bk_alloc((t->nrec / 64 + 1) * 8);
+  uint64_t *cnt = bk_alloc(nthr_rec * sizeof(uint64_t));
+  t->bk_bytes += t->nrec * 4 + t->nrec / 8 + nthr_rec * 8;
+
+  /* pass 1: validate the whole payload, count records per replay thread */
+  size_t at = 0;
+  unsigned cur = 0;
+  uint64_t nalloc = 0;
+  struct rec r;
+  for (uint64_t i = 0; i < nrec; i++) {
+    next_rec(p, n, &at, &cur, i, nthr_rec, &r);
+    if (r.back) {
+      uint64_t ref = i - r.back;
+      if (i < t->nrec && !(alive[ref / 64] >> (ref % 64) & 1))
+        die("corrupt trace: record %" PRIu64 " (%s) refers to record %" PRIu64
+            ", which is not a live allocation", i, ltr_op_names[r.op], ref);
+      if (i < t->nrec) alive[ref / 64] &= ~(1ull << (ref % 64));
+    }
+    if (i < t->nrec) {
+      if (ltr_op_allocates(r.op)) { alive[i / 64] |= 1ull << (i % 64); nalloc++; }
+      cnt[serial ? 0 : r.tid]++;
+      t->opcount[r.op]++;
+    }
+  }
+  if (at != n) die("corrupt trace: %zu bytes left after %" PRIu64 " records", n - at, nrec);
+
+  /* pass 2: build per-thread op arrays and assign slots. A slot freed by
+     thread U goes to U's free list: only U reuses it, after its own free in
+     its own program order, so reuse needs no extra synchronisation. */
+  t->ops = bk_alloc(t->nthreads * sizeof *t->ops);
+  t->nops = bk_alloc(t->nthreads * sizeof *t->nops);
+  struct rop *all = bk_alloc(t->nrec * sizeof(struct rop));
+  t->bk_bytes += t->nrec * sizeof(struct rop);
+  uint64_t off = 0;
+  for (unsigned i = 0; i < t->nthreads; i++) { t->ops[i] = all + off; off += cnt[i]; }
+  uint32_t *slot_next = bk_alloc((nalloc + 1) * sizeof(uint32_t));
+  uint64_t *slot_size = bk_alloc((nalloc + 1) * sizeof(uint64_t));
+  uint32_t *free_head = bk_alloc(t->nthreads * sizeof(uint32_t)); /* slot+1, 0 = empty */
+  t->bk_bytes += (nalloc + 1) * 12;
+  uint64_t nslots = 0, live = 0, live_min = 0;
+  at = 0; cur = 0;
+  for (uint64_t i = 0; i < t->nrec; i++) {
+    next_rec(p, n, &at, &cur, i, nthr_rec, &r);
+    unsigned th = serial ? 0 : r.tid;
+    struct rop *o = &t->ops[th][t->nops[th]++];
+    o->op = (uint8_t)r.op; o->alog = (uint8_t)r.alog; o->size = r.size;
+    o->tag = i + 1; o->wait = 0; o->pad = 0;
+    uint64_t old = 0;
+    bool counted = false;
+    if (r.back) {
+      uint64_t ref = i - r.back;
+      uint32_t s = obj_slot[ref];
+      o->slot = s; o->wait = ref + 1;
+      old = slot_size[s];
+      live -= old;
+      if (old >= min_size) { live_min -= old; counted = true; }
+      if (r.op == LTR_FREE) { slot_next[s] = free_head[th]; free_head[th] = s + 1; }
+      else obj_slot[i] = s; /* realloc: the new block lives in the same slot */
+    } else if (ltr_op_allocates(r.op)) {
+      uint32_t s;
+      if (free_head[th]) { s = free_head[th] - 1; free_head[th] = slot_next[s] ; }
+      else s = (uint32_t)nslots++;
+      o->slot = s; obj_slot[i] = s;
+    }
+    if (r.op != LTR_FREE) {
+      slot_size[o->slot] = r.size;
+      live += r.size;
+      if (r.size >= min_size) { live_min += r.size; counted = true; }
+    }
+    if (counted) t->ops_min++;
+    if (live > t->peak_live) t->peak_live = live;
+    if (live_min > t->peak_live_min) t->peak_live_min = live_min;
+  }
+  t->end_live = live; t->end_live_min = live_min;
+  t->nslots = nslots;
+  t->slots = bk_alloc((nslots + 1) * sizeof(struct slot));
+  t->bk_bytes += (nslots + 1) * sizeof(struct slot);
+}
+
+/* ------------------------------------------------------------ execution */
+static volatile unsigned char g_fill = 0xa5;
+
+static inline void touch(void *p, size_t n) {
+  if (p && n) memset(p, g_fill, n);
+}
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+static inline struct slot *await(struct slot *s, uint64_t want, uint64_t *waits) {
+  if (atomic_load_explicit(&s->tag, memory_order_acquire) == want) return s;
+  (*waits)++;
+  for (unsigned spins = 0; atomic_load_explicit(&s->tag, memory_order_acquire) != want; spins++) {
+    if (spins < 200) cpu_relax();
+    else sched_yield();
+  }
+  return s;
+}
+static inline void publish(struct slot *s, void *p, uint64_t size, uint64_t tag) {
+  s->ptr = p;
+  s->size = size;
+  atomic_store_explicit(&s->tag, tag, memory_order_release);
+}
+
+struct tctx {
+  struct trace *t;
+  unsigned id;
+  uint64_t waits, done;
+};
+
+static void play(struct trace *t, unsigned th, struct tctx *c) {
+  struct rop *o = t->ops[th], *end = o + t->nops[th];
+  struct slot *slots = t->slots;
+  uint64_t waits = 0;
+  for (; o < end; o++) {
+    struct slot *s = &slots[o->slot];
+    void *p;
+    switch (o->op) {
+    case LTR_MALLOC:
+      p = malloc(o->size);
+      touch(p, o->size);
+      publish(s, p, o->size, o->tag);
+      break;
+    case LTR_CALLOC:
+      p = calloc(1, o->size);
+      touch(p, o->size);
+      publish(s, p, o->size, o->tag);
+      break;
+    case LTR_FREE:
+      await(s, o->wait, &waits);
+      free(s->ptr);
+      s->ptr = NULL;
+      break;
+    case LTR_REALLOC:
+    case LTR_REALLOCARRAY: {
+      void *old = NULL;
+      uint64_t oldsize = 0;
+      if (o->wait) { await(s, o->wait, &waits); old = s->ptr; oldsize = s->size; }
+      p = realloc(old, o->size);
+      if (!p && o->size) { p = NULL; } /* failed: old block leaks, as in the program */
+      else if (p && o->size > oldsize) touch((char *)p + oldsize, o->size - oldsize);
+      publish(s, p, o->size, o->tag);
+      break;
+    }
+    default: { /* every aligned family call is replayed as posix_memalign */
+      size_t align = (size_t)1 << o->alog;
+      if (align < sizeof(void *)) align = sizeof(void *);
+      if (posix_memalign(&p, align, o->size) != 0) p = NULL;
+      touch(p, o->size);
+      publish(s, p, o->size, o->tag);
+      break;
+    }
+    }
+  }
+  c->waits += waits;
+  c->done += t->nops[th];
+}
+
+static pthread_barrier_t g_start, g_stop;
+static int g_total_runs;
+
+static void *helper(void *arg) {
+  struct tctx *c = arg;
+  for (int run = 0; run < g_total_runs; run++) {
+    pthread_barrier_wait(&g_start);
+    play(c->t, c->id, c);
+    pthread_barrier_wait(&g_stop);
+  }
+  return NULL;
+}
+
+/* ------------------------------------------------------------ measuring */
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+struct memstat { long hwm, rss_anon, rss_file, rss_shmem, rss; };
+static struct memstat read_status(void) {
+  struct memstat m = { -1, -1, -1, -1, -1 };
+  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return m;
+  char buf[8192];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return m;
+  buf[n] = 0;
+  struct { const char *k; long *v; } keys[] = {
+    { "VmHWM:", &m.hwm }, { "RssAnon:", &m.rss_anon }, { "RssFile:", &m.rss_file },
+    { "RssShmem:", &m.rss_shmem }, { "VmRSS:", &m.rss },
+  };
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    char *q = strstr(buf, keys[i].k);
+    if (q) *keys[i].v = strtol(q + strlen(keys[i].k), NULL, 10);
+  }
+  return m;
+}
+
+static const char *scavenge(void) {
+  void *f;
+  if ((f = dlsym(RTLD_DEFAULT, "lithe_collect"))) { ((void (*)(bool))f)(true); return "lithe_collect"; }
+  if ((f = dlsym(RTLD_DEFAULT, "mi_collect"))) { ((void (*)(bool))f)(true); return "mi_collect"; }
+  if ((f = dlsym(RTLD_DEFAULT, "mallctl"))) {
+    ((int (*)(const char *, void *, size_t *, void *, size_t))f)("arena.4096.purge", NULL, NULL, NULL, 0);
+    return "mallctl arena.4096.purge";
+  }
+  if ((f = dlsym(RTLD_DEFAULT, "MallocExtension_ReleaseFreeMemory"))) {
+    ((void (*)(void))f)();
+    return "MallocExtension_ReleaseFreeMemory";
+  }
+  malloc_trim(0);
+  return "malloc_trim";
+}
+
+static long minflt(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_minflt;
+}
+
+static void free_leftovers(struct trace *t) {
+  for (uint64_t i = 0; i < t->nslots; i++)
+    if (t->slots[i].ptr) { free(t->slots[i].ptr); t->slots[i].ptr = NULL; }
+}
+
+static uint64_t live_in_slots(struct trace *t, uint64_t min_size, uint64_t *objs) {
+  uint64_t sum = 0;
+  *objs = 0;
+  for (uint64_t i = 0; i < t->nslots; i++)
+    if (t->slots[i].ptr && t->slots[i].size >= min_size) { sum += t->slots[i].size; (*objs)++; }
+  return sum;
+}
+
+static void usage(int rc) {
+  fprintf(rc ? stderr : stdout,
+          "usage: %s TRACE[.xz] [--threads|--serial] [--runs N] [--no-warmup] [--format=gobench]\n"
+          "       [--quick] [--verify] [--verify-min-size BYTES] [--info]\n"
+          "Replays a lithe allocation trace against this process's allocator (LD_PRELOAD).\n",
+          g_prog);
+  exit(rc);
+}
+
+static const char *trace_name(const char *path, char *buf, size_t cap) {
+  const char *b = strrchr(path, '/');
+  b = b ? b + 1 : path;
+  snprintf(buf, cap, "%s", b);
+  size_t n = strlen(buf);
+  const char *sfx[] = { ".xz", ".ltrace" };
+  for (int i = 0; i < 2; i++) {
+    size_t k = strlen(sfx[i]);
+    if (n > k && strcmp(buf + n - k, sfx[i]) == 0) { buf[n - k] = 0; n -= k; }
+  }
+  return buf;
+}
+
+int main(int argc, char **argv) {
+  int runs = 8;
+  bool gobench = false, quick = false, verify = false, info = false, serial = false, warmup = true;
+  uint64_t min_size = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--runs") && i + 1 < argc) runs = atoi(argv[++i]);
+    else if (!strncmp(a, "--runs=", 7)) runs = atoi(a + 7);
+    else if (!strcmp(a, "--format=gobench")) gobench = true;
+    else if (!strcmp(a, "--quick")) quick = true;
+    else if (!strcmp(a, "--verify")) verify = true;
+    else if (!strcmp(a, "--verify-min-size") && i + 1 < argc) { min_size = strtoull(argv[++i], NULL, 10); verify = true; }
+    else if (!strcmp(a, "--info")) info = true;
+    else if (!strcmp(a, "--threads") || !strcmp(a, "--use-thread-id")) serial = false;
+    else if (!strcmp(a, "--serial")) serial = true;
+    else if (!strcmp(a, "--no-warmup")) warmup = false;
+    else if (!strcmp(a, "-h") || !strcmp(a, "--help")) usage(0);
+    else if (a[0] == '-') { fprintf(stderr, "%s: unknown option %s\n", g_prog, a); usage(2); }
+    else if (!g_file) g_file = a;
+    else usage(2);
+  }
+  if (!g_file) usage(2);
+  if (runs < 0) runs = 0;
+  uint64_t limit = UINT64_MAX;
+  if (quick) { runs = 1; warmup = false; limit = 200000; }
+
+  struct blob b = load_file(g_file);
+  static struct trace T;
+  struct trace *t = &T;
+  decode(b, t, serial, limit, min_size);
+  char name[256];
+  trace_name(g_file, name, sizeof name);
+
+  if (info) {
+    printf("trace %s: version %u, %" PRIu64 " records, %u threads, pid %u, payload %" PRIu64
+           " bytes, peak live %" PRIu64 " bytes, live at end %" PRIu64 " bytes, slots %" PRIu64 "\n",
+           name, t->h.version, t->h.record_count, t->h.thread_count, t->h.pid, t->h.payload_bytes,
+           t->peak_live, t->end_live, t->nslots);
+    for (int op = 1; op < LTR_NOPS; op++)
+      if (t->opcount[op]) printf("  %-15s %" PRIu64 "\n", ltr_op_names[op], t->opcount[op]);
+    return 0;
+  }
+  if (t->nrec == t->h.record_count && t->peak_live != t->h.peak_live_bytes)
+    die("corrupt trace: peak live bytes %" PRIu64 " differ from the header's %" PRIu64,
+        t->peak_live, t->h.peak_live_bytes);
+
+  /* run the helper threads for the whole process; they wait at barriers */
+  unsigned nth = t->nthreads;
+  g_total_runs = runs + (warmup ? 1 : 0);
+  struct tctx *ctx = bk_alloc(nth * sizeof *ctx);
+  pthread_t *tids = bk_alloc(nth * sizeof *tids);
+  pthread_barrier_init(&g_start, NULL, nth);
+  pthread_barrier_init(&g_stop, NULL, nth);
+  for (unsigned i = 0; i < nth; i++) { ctx[i].t = t; ctx[i].id = i; }
+  for (unsigned i = 1; i < nth; i++)
+    if (pthread_create(&tids[i], NULL, helper, &ctx[i]) != 0) die("pthread_create failed");
+
+  /* reset the high-water mark: loading is not part of the measurement */
+  int cr = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+  if (cr >= 0) { (void)!write(cr, "5", 1); close(cr); }
+
+  double total_ns = 0;
+  long faults = 0;
+  uint64_t live_before_leftovers = 0, objs = 0, live_min = 0, objs_min = 0;
+  for (int run = 0; run < g_total_runs; run++) {
+    bool timed = !(warmup && run == 0);
+    memset(t->slots, 0, (t->nslots + 1) * sizeof(struct slot));
+    for (unsigned i = 0; i < nth; i++) ctx[i].done = 0;
+    long f0 = minflt();
+    double t0 = now_ns();
+    if (nth > 1) pthread_barrier_wait(&g_start);
+    play(t, 0, &ctx[0]);
+    if (nth > 1) pthread_barrier_wait(&g_stop);
+    double ta = now_ns();
+    if (verify && run == g_total_runs - 1) { /* not timed */
+      live_before_leftovers = live_in_slots(t, 0, &objs);
+      live_min = live_in_slots(t, min_size, &objs_min);
+    }
+    double tb = now_ns();
+    free_leftovers(t);
+    double t1 = now_ns();
+    if (timed) { total_ns += (ta - t0) + (t1 - tb); faults += minflt() - f0; }
+  }
+  for (unsigned i = 1; i < nth; i++) pthread_join(tids[i], NULL);
+
+  const char *scav = scavenge();
+  struct memstat m = read_status();
+  long peak = m.hwm - (m.rss_file > 0 ? m.rss_file : 0) - (m.rss_shmem > 0 ? m.rss_shmem : 0);
+  long end = m.rss_anon >= 0 ? m.rss_anon : m.rss - m.rss_file - m.rss_shmem;
+  double ns = runs ? total_ns / runs : 0;
+  long fpr = runs ? faults / runs : 0;
+
+  printf("# scavenge: %s\n", scav);
+  if (verify) {
+    uint64_t done = 0, waits = 0;
+    for (unsigned i = 0; i < nth; i++) { done += ctx[i].done; waits += ctx[i].waits; }
+    printf("# verify: records %" PRIu64 " replayed %" PRIu64 " threads %u cross-thread-waits %" PRIu64 "\n",
+           t->h.record_count, done, nth, waits);
+    printf("# verify: peak-live-bytes %" PRIu64 " end-live-bytes %" PRIu64 " replay-end-live-bytes %"
+           PRIu64 " replay-end-live-objects %" PRIu64 "\n",
+           t->peak_live, t->end_live, live_before_leftovers, objs);
+    if (min_size)
+      printf("# verify: min-size %" PRIu64 " ops %" PRIu64 " peak-live-bytes %" PRIu64
+             " end-live-bytes %" PRIu64 " replay-end-live-bytes %" PRIu64 "\n",
+             min_size, t->ops_min, t->peak_live_min, t->end_live_min, live_min);
+    printf("# verify: ops");
+    for (int op = 1; op < LTR_NOPS; op++)
+      if (t->opcount[op]) printf(" %s=%" PRIu64, ltr_op_names[op], t->opcount[op]);
+    printf("\n");
+  }
+  printf("# note: %" PRIu64 " records, %u recorded threads, replayed %s; replayer bookkeeping %" PRIu64
+         " kB (shmem, not counted)\n",
+         t->nrec, t->h.thread_count, serial ? "serially" : "one thread per recorded thread",
+         t->bk_bytes / 1024);
+  if (gobench) {
+    printf("Benchmarkreplay_%s %d %.0f ns/op %ld peak-kB %ld end-kB %ld faults\n", name, runs, ns,
+           peak, end, fpr);
+  } else {
+    printf("Running replay_%s not parallel %s runs: %d\n", name,
+           serial ? "don't use-thread-id" : "use-thread-id", runs);
+    if (runs) printf("Time:\t%.3fms\n", ns / 1e6);
+    else printf("Time:\tn/a\n");
+    printf("Peak Memory:\t%ldkB\n", peak);
+    printf("Memory at End:\t%ldkB\n", end);
+  }
+  return 0;
+}
