@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "trace-format.h"
@@ -437,6 +438,10 @@ EXPORT void *pvalloc(size_t n) {
 }
 
 /* ---------------------------------------------------------------- start and finish */
+__attribute__((noreturn)) static void syscall_exit_group(int status) {
+  for (;;) syscall(SYS_exit_group, status);
+}
+
 static size_t str_cat(char *dst, size_t cap, size_t at, const char *s) {
   while (*s && at + 1 < cap) dst[at++] = *s++;
   dst[at] = 0;
@@ -503,8 +508,24 @@ static void ob_flush(struct obuf *o) {
 }
 static inline void ob_reserve(struct obuf *o) { if (o->n + 32 > OBUF_CAP) ob_flush(o); }
 
-__attribute__((destructor)) static void trace_finish(void) {
+static void trace_finish(void);
+__attribute__((destructor)) static void trace_fini(void) { trace_finish(); }
+
+/* Programs that end with _exit() (dash does) skip destructors: finish there too.
+   A forked or vforked child fails the pid check in trace_finish(). */
+EXPORT __attribute__((noreturn)) void _exit(int status) {
+  trace_finish();
+  syscall_exit_group(status);
+}
+EXPORT __attribute__((noreturn)) void _Exit(int status) {
+  trace_finish();
+  syscall_exit_group(status);
+}
+
+static void trace_finish(void) {
   if (!atomic_load(&g_recording) || getpid() != g_pid) return;
+  static atomic_flag once = ATOMIC_FLAG_INIT;
+  if (atomic_flag_test_and_set(&once)) return;
   tl_busy = 1; /* this thread records nothing from now on */
   atomic_store(&g_stopped, true); /* seq_cst: pairs with in_rec in record() */
   pthread_mutex_lock(&g_reg_mtx);
