@@ -239,7 +239,7 @@ static void w_fragment(int tid, int P) {
   long count = P > 1 ? 131072L / P : 131072L;
   long rounds = 25;
   rounds = qdiv(rounds, 8);
-  count = qdiv(count, 4);
+  count = qdiv(count, 8);
   rng_t rng;
   rng_init(&rng, tid, P);
   for (long r = 0; r < rounds; r++) {
