@@ -1,0 +1,631 @@
+/* lithe-bench: compare malloc implementations side by side in one run.
+ *
+ *   lithe-bench [--quick] [--runs N] [--only NAME,...] [--out DIR] ALLOCATOR...
+ *
+ * This file: the command line, turning allocator names into libraries,
+ * building the benchmark list, the interleaved run loop (for each
+ * benchmark: run 1 of A B C, run 2 of A B C, ...) and --check.
+ * Spawning is in run.c, numbers in stats.c, output in table/svg/report.c.
+ * Full description: docs/runner.md.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fnmatch.h>
+#include <glob.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fmt.h"
+#include "runner.h"
+
+#ifndef LITHE_SOURCE_DIR
+#define LITHE_SOURCE_DIR "."
+#endif
+
+/* Defaults, sized so the full default suite with 5 allocators finishes in
+ * about 3 minutes on 2 cores (see docs/runner.md for the measurement). */
+#define DEFAULT_RUNS 3       /* processes per benchmark per allocator */
+#define DEFAULT_INNER_RUNS 1 /* --runs passed to bench-mallocbench / lithe-replay */
+#define STARTUP_FACTOR 4     /* startup is one sample per (cheap) process */
+#define DEFAULT_BENCHTIME "0.1"
+#define DEFAULT_TIMEOUT 600
+
+static const char *mallocbench_names[] = {"churn",    "list_allocate",    "tree_allocate",
+                                          "tree_churn", "fragment",       "fragment_iterate",
+                                          "medium",   "big",              "message_one",
+                                          "message_many"};
+#define N_PARALLEL 8 /* the first eight also run with --parallel */
+
+static char exe_dir[PATH_MAX];
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: lithe-bench [options] ALLOCATOR...\n"
+          "  ALLOCATOR: glibc (nothing preloaded) | jemalloc | mimalloc | tcmalloc | lithe\n"
+          "             | NAME=/path/to/lib.so | /path/to/libX.so; the first is the baseline\n"
+          "options:\n"
+          "  --quick            pass --quick to every program, 1 run (for tests, not claims)\n"
+          "  --runs N           processes per benchmark per allocator (default %d;\n"
+          "                     startup runs %dx as many)\n"
+          "  --inner-runs K     --runs passed to bench-mallocbench and lithe-replay (default %d)\n"
+          "  --benchtime S      --benchtime passed to bench-scaling (default %s)\n"
+          "  --only NAME,...    run only these benchmarks (shell patterns allowed: 'churn*')\n"
+          "  --out DIR          report directory (default build/bench-report)\n"
+          "  --traces DIR       where *.ltrace.xz live (default bench/traces of the source tree)\n"
+          "  --bin-dir DIR      where the benchmark programs are (default: next to lithe-bench)\n"
+          "  --median           summarise with median ± 95%% CI instead of mean ± spread\n"
+          "  --timeout S        kill a benchmark process after S seconds (FAIL; default %d)\n"
+          "  --report DIR       do not run: re-read DIR/results.tsv and write the report\n"
+          "  --check            exit 1 unless every selected benchmark produced figures\n"
+          "  --list             print the benchmark list and exit\n",
+          DEFAULT_RUNS, STARTUP_FACTOR, DEFAULT_INNER_RUNS, DEFAULT_BENCHTIME, DEFAULT_TIMEOUT);
+}
+
+static int file_exists(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int is_exec(const char *p) { return file_exists(p) && access(p, X_OK) == 0; }
+
+/* ---- allocators ------------------------------------------------------- */
+
+static const struct {
+  const char *name;
+  const char *files[3];
+  const char *package;
+} peers[] = {
+    {"jemalloc", {"libjemalloc.so.2", "libjemalloc.so", NULL}, "libjemalloc2"},
+    {"mimalloc", {"libmimalloc.so.2", "libmimalloc.so", NULL}, "libmimalloc2.0"},
+    {"tcmalloc", {"libtcmalloc_minimal.so.4", "libtcmalloc.so.4", NULL}, "libtcmalloc-minimal4"},
+};
+
+static const char *lib_dirs[] = {
+    "/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+    "/lib/aarch64-linux-gnu",    "/usr/lib/riscv64-linux-gnu", "/usr/lib/powerpc64le-linux-gnu",
+    "/usr/lib/s390x-linux-gnu",  "/usr/lib/i386-linux-gnu",    "/usr/lib64",
+    "/usr/lib",                  "/usr/local/lib",             NULL};
+
+static allocator resolve_allocator(const char *arg) {
+  allocator a = {0};
+  const char *eq = strchr(arg, '=');
+  char path[PATH_MAX];
+  if (eq) {
+    a.name = xstrdup(arg);
+    a.name[eq - arg] = 0;
+    const char *p = eq + 1;
+    if (!*p || !strcmp(p, "glibc") || !strcmp(p, "none")) {
+      a.available = 1; /* NAME= : nothing preloaded */
+      return a;
+    }
+    char real[PATH_MAX];
+    if (!file_exists(p) || !realpath(p, real)) {
+      a.why = xasprintf("%s does not exist (not built yet?)", p);
+      return a;
+    }
+    a.path = xstrdup(real);
+    a.available = 1;
+    return a;
+  }
+  if (!strcmp(arg, "glibc") || !strcmp(arg, "system") || !strcmp(arg, "libc")) {
+    a.name = xstrdup(arg);
+    a.available = 1;
+    return a;
+  }
+  if (strchr(arg, '/')) { /* a bare path: name from the file name */
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", arg);
+    char *b = basename(tmp);
+    if (!strncmp(b, "lib", 3)) b += 3;
+    char *dot = strstr(b, ".so");
+    if (dot) *dot = 0;
+    a.name = xstrdup(*b ? b : arg);
+    char real[PATH_MAX];
+    if (!file_exists(arg) || !realpath(arg, real)) {
+      a.why = xasprintf("%s does not exist", arg);
+      return a;
+    }
+    a.path = xstrdup(real);
+    a.available = 1;
+    return a;
+  }
+  a.name = xstrdup(arg);
+  if (!strcmp(arg, "lithe")) {
+    snprintf(path, sizeof path, "%s/liblithe.so", exe_dir);
+    if (file_exists(path)) {
+      a.path = xstrdup(path);
+      a.available = 1;
+    } else {
+      a.why = xasprintf("%s does not exist (not built yet?)", path);
+    }
+    return a;
+  }
+  for (size_t i = 0; i < sizeof peers / sizeof peers[0]; i++) {
+    if (strcmp(arg, peers[i].name) != 0) continue;
+    for (int d = 0; lib_dirs[d]; d++)
+      for (int f = 0; peers[i].files[f]; f++) {
+        snprintf(path, sizeof path, "%s/%s", lib_dirs[d], peers[i].files[f]);
+        if (file_exists(path)) {
+          a.path = xstrdup(path);
+          a.available = 1;
+          return a;
+        }
+      }
+    a.why = xasprintf("not installed — apt-get install %s", peers[i].package);
+    return a;
+  }
+  a.why = xstrdup("unknown allocator name (give NAME=/path/to/lib.so)");
+  return a;
+}
+
+/* ---- benchmark list --------------------------------------------------- */
+
+typedef struct {
+  int quick, runs, inner_runs;
+  const char *benchtime, *bin_dir, *traces;
+} list_opts;
+
+static job *new_job(results *r, const char *name, job_kind kind, const char *program,
+                    const list_opts *o) {
+  r->jobs = xrealloc(r->jobs, (size_t)(r->njob + 1) * sizeof *r->jobs);
+  job *j = &r->jobs[r->njob++];
+  memset(j, 0, sizeof *j);
+  j->name = xstrdup(name);
+  j->kind = kind;
+  j->program = xasprintf("%s/%s", o->bin_dir, program);
+  j->argv[0] = j->program;
+  j->runs = o->runs;
+  if (!is_exec(j->program)) {
+    j->missing = 1;
+    j->why = xasprintf("%s not built", j->program);
+  }
+  return j;
+}
+
+static void arg(job *j, const char *a) {
+  int n = 0;
+  while (j->argv[n]) n++;
+  if (n + 1 < MAX_ARGS) j->argv[n] = xstrdup(a);
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void build_jobs(results *r, const list_opts *o) {
+  char inner[32];
+  snprintf(inner, sizeof inner, "%d", o->inner_runs);
+  for (int par = 0; par < 2; par++) {
+    int n = par ? N_PARALLEL : (int)(sizeof mallocbench_names / sizeof *mallocbench_names);
+    for (int i = 0; i < n; i++) {
+      char name[64];
+      snprintf(name, sizeof name, "%s%s", mallocbench_names[i], par ? "_parallel" : "");
+      job *j = new_job(r, name, JOB_MALLOCBENCH, "bench-mallocbench", o);
+      arg(j, "--benchmark");
+      arg(j, mallocbench_names[i]);
+      if (par) arg(j, "--parallel");
+      arg(j, "--format=gobench");
+      if (o->quick) arg(j, "--quick");
+      else {
+        arg(j, "--runs");
+        arg(j, inner);
+      }
+    }
+  }
+  job *j = new_job(r, "startup", JOB_STARTUP, "bench-startup", o);
+  arg(j, "--format=gobench");
+  if (o->quick) arg(j, "--quick");
+  else j->runs = o->runs * STARTUP_FACTOR;
+
+  j = new_job(r, "fixed_block_scaling", JOB_SCALING, "bench-scaling", o);
+  arg(j, "--cpu=1,2,4,8,16");
+  if (o->quick) arg(j, "--quick");
+  else {
+    arg(j, "--benchtime");
+    arg(j, o->benchtime);
+  }
+
+  j = new_job(r, "commit", JOB_COMMIT, "bench-commit", o);
+  if (o->quick) arg(j, "--quick");
+
+  j = new_job(r, "fastpath", JOB_FASTPATH, "bench-fastpath", o);
+  if (o->quick) arg(j, "--quick");
+
+  /* every recorded trace */
+  char pat[PATH_MAX];
+  snprintf(pat, sizeof pat, "%s/*.ltrace.xz", o->traces);
+  glob_t g;
+  if (glob(pat, 0, NULL, &g) == 0) {
+    qsort(g.gl_pathv, g.gl_pathc, sizeof *g.gl_pathv, cmp_str);
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+      char tmp[PATH_MAX], name[PATH_MAX + 8];
+      snprintf(tmp, sizeof tmp, "%s", g.gl_pathv[i]);
+      char *b = basename(tmp);
+      char *suf = strstr(b, ".ltrace.xz");
+      if (suf) *suf = 0;
+      snprintf(name, sizeof name, "replay_%s", b);
+      j = new_job(r, name, JOB_REPLAY, "lithe-replay", o);
+      arg(j, g.gl_pathv[i]);
+      arg(j, "--runs");
+      arg(j, o->quick ? "1" : inner);
+      arg(j, "--format=gobench");
+      if (o->quick) arg(j, "--quick");
+    }
+    globfree(&g);
+  }
+}
+
+/* keep only jobs matching --only; returns 0 if a name matched nothing */
+static int select_jobs(results *r, const char *only) {
+  char *list = xstrdup(only), *save = NULL;
+  int *keep = calloc((size_t)r->njob, sizeof *keep), ok = 1;
+  for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    int hit = 0;
+    for (int j = 0; j < r->njob; j++)
+      if (!fnmatch(t, r->jobs[j].name, 0)) keep[j] = hit = 1;
+    if (!hit) {
+      fprintf(stderr, "lithe-bench: --only: no benchmark named '%s'\n", t);
+      ok = 0;
+    }
+  }
+  int k = 0;
+  for (int j = 0; j < r->njob; j++)
+    if (keep[j]) r->jobs[k++] = r->jobs[j];
+  r->njob = k;
+  free(keep);
+  free(list);
+  return ok;
+}
+
+/* ---- the run ---------------------------------------------------------- */
+
+static char *host_line(void) {
+  struct utsname u;
+  char model[256] = "";
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (f) {
+    char line[512];
+    while (fgets(line, sizeof line, f))
+      if (!strncmp(line, "model name", 10)) {
+        char *c = strchr(line, ':');
+        if (c) {
+          c++;
+          while (*c == ' ') c++;
+          c[strcspn(c, "\n")] = 0;
+          snprintf(model, sizeof model, "%s", c);
+        }
+        break;
+      }
+    fclose(f);
+  }
+  uname(&u);
+  return xasprintf("%s %s, %ld CPUs online%s%s", u.sysname, u.release,
+                   sysconf(_SC_NPROCESSORS_ONLN), model[0] ? ", " : "", model);
+}
+
+static char *utc_now(void) {
+  time_t t = time(NULL);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  char b[64];
+  strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return xstrdup(b);
+}
+
+static void progress_summary(const results *r, int j) {
+  /* one line per benchmark: the first time metric of each allocator */
+  int ns;
+  series *s = results_series(r, &ns);
+  int k;
+  for (k = 0; k < ns; k++)
+    if (s[k].job == j && !strcmp(s[k].unit, "ns/op")) break;
+  if (k == ns)
+    for (k = 0; k < ns; k++)
+      if (s[k].job == j) break;
+  for (int a = 0; a < r->nalloc; a++) {
+    if (!r->allocs[a].available) continue;
+    const char *why = NULL;
+    int st = results_cell_status(r, j, a, &why);
+    if (st == CELL_FAIL) fprintf(stderr, "  %s FAIL", r->allocs[a].name);
+    else if (st == CELL_SKIP) fprintf(stderr, "  %s skipped", r->allocs[a].name);
+    else if (k < ns && s[k].n[a]) {
+      int n;
+      double c = series_center(r, &s[k], a, &n);
+      char v[64];
+      fprintf(stderr, "  %s %s", r->allocs[a].name, fmt_scaled(v, sizeof v, c, c, s[k].unit));
+    } else fprintf(stderr, "  %s -", r->allocs[a].name);
+  }
+  fputc('\n', stderr);
+  results_free_series(s, ns, r->nalloc);
+}
+
+static int check(const results *r, const char *out) {
+  int bad = 0;
+  for (int j = 0; j < r->njob; j++) {
+    const job *jb = &r->jobs[j];
+    if (jb->missing) {
+      fprintf(stderr, "check: %s: %s\n", jb->name, jb->why);
+      bad++;
+      continue;
+    }
+    for (int a = 0; a < r->nalloc; a++) {
+      if (!r->allocs[a].available) continue;
+      const char *why = NULL;
+      int st = results_cell_status(r, j, a, &why);
+      if (st == CELL_SKIP) {
+        fprintf(stderr, "check: warning: %s under %s skipped: %s\n", jb->name,
+                r->allocs[a].name, why);
+        continue;
+      }
+      if (st != CELL_OK) {
+        fprintf(stderr, "check: %s under %s: %s\n", jb->name, r->allocs[a].name,
+                st == CELL_FAIL ? why : "no figures");
+        bad++;
+        continue;
+      }
+      /* the MallocBench-style programs must give all three figures */
+      if (jb->kind == JOB_MALLOCBENCH || jb->kind == JOB_REPLAY) {
+        static const char *need[] = {"ns/op", "peak-kB", "end-kB"};
+        for (int u = 0; u < 3; u++) {
+          int found = 0;
+          for (size_t i = 0; i < r->nsample && !found; i++)
+            found = r->samples[i].job == j && r->samples[i].alloc == a &&
+                    !strcmp(r->samples[i].unit, need[u]);
+          if (!found) {
+            fprintf(stderr, "check: %s under %s: no %s figure\n", jb->name, r->allocs[a].name,
+                    need[u]);
+            bad++;
+          }
+        }
+      }
+    }
+  }
+  char p[PATH_MAX];
+  static const char *files[] = {"report.md", "results.tsv", "chart-time.svg"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(p, sizeof p, "%s/%s", out, files[i]);
+    if (!file_exists(p)) {
+      fprintf(stderr, "check: %s missing\n", p);
+      bad++;
+    }
+  }
+  for (int j = 0; j < r->njob; j++)
+    if (r->jobs[j].kind == JOB_SCALING && !r->jobs[j].missing) {
+      snprintf(p, sizeof p, "%s/chart-scaling-%s.svg", out, "fixed_block_scaling");
+      if (!file_exists(p)) {
+        fprintf(stderr, "check: %s missing\n", p);
+        bad++;
+      }
+    }
+  if (bad) fprintf(stderr, "check: %d problem(s)\n", bad);
+  else fprintf(stderr, "check: every benchmark produced its figures; report files present\n");
+  return bad ? 1 : 0;
+}
+
+static int mkdir_p(const char *dir) {
+  char tmp[PATH_MAX];
+  snprintf(tmp, sizeof tmp, "%s", dir);
+  for (char *p = tmp + 1; *p; p++)
+    if (*p == '/') {
+      *p = 0;
+      mkdir(tmp, 0777);
+      *p = '/';
+    }
+  return (mkdir(tmp, 0777) == 0 || errno == EEXIST) ? 0 : -1;
+}
+
+int main(int argc, char **argv) {
+  results r = {0};
+  list_opts lo = {.runs = DEFAULT_RUNS, .inner_runs = DEFAULT_INNER_RUNS,
+                  .benchtime = DEFAULT_BENCHTIME};
+  const char *only = NULL, *out = NULL, *report_dir = NULL;
+  int runs_given = 0, timeout = DEFAULT_TIMEOUT, do_check = 0, do_list = 0;
+  char **names = NULL;
+  int nnames = 0;
+
+  ssize_t n = readlink("/proc/self/exe", exe_dir, sizeof exe_dir - 1);
+  if (n > 0) {
+    exe_dir[n] = 0;
+    char *slash = strrchr(exe_dir, '/');
+    if (slash) *slash = 0;
+  } else {
+    snprintf(exe_dir, sizeof exe_dir, ".");
+  }
+
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+#define NEEDVAL()                                                       \
+  do {                                                                  \
+    if (i + 1 >= argc) {                                                \
+      fprintf(stderr, "lithe-bench: %s needs a value\n", a);            \
+      return 2;                                                         \
+    }                                                                   \
+  } while (0)
+    if (!strcmp(a, "--quick")) lo.quick = 1;
+    else if (!strcmp(a, "--median")) r.median = 1;
+    else if (!strcmp(a, "--check")) do_check = 1;
+    else if (!strcmp(a, "--list")) do_list = 1;
+    else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--runs")) {
+      NEEDVAL();
+      lo.runs = atoi(argv[++i]);
+      runs_given = 1;
+    } else if (!strcmp(a, "--inner-runs")) {
+      NEEDVAL();
+      lo.inner_runs = atoi(argv[++i]);
+    } else if (!strcmp(a, "--benchtime")) {
+      NEEDVAL();
+      lo.benchtime = argv[++i];
+    } else if (!strcmp(a, "--only")) {
+      NEEDVAL();
+      only = argv[++i];
+    } else if (!strcmp(a, "--out")) {
+      NEEDVAL();
+      out = argv[++i];
+    } else if (!strcmp(a, "--traces")) {
+      NEEDVAL();
+      lo.traces = argv[++i];
+    } else if (!strcmp(a, "--bin-dir")) {
+      NEEDVAL();
+      lo.bin_dir = argv[++i];
+    } else if (!strcmp(a, "--timeout")) {
+      NEEDVAL();
+      timeout = atoi(argv[++i]);
+    } else if (!strcmp(a, "--report")) {
+      NEEDVAL();
+      report_dir = argv[++i];
+    } else if (a[0] == '-' && a[1] == '-') {
+      fprintf(stderr, "lithe-bench: unknown option %s\n", a);
+      usage(stderr);
+      return 2;
+    } else {
+      names = xrealloc(names, (size_t)(nnames + 1) * sizeof *names);
+      names[nnames++] = argv[i];
+    }
+  }
+  if (lo.quick && !runs_given) lo.runs = 1;
+  if (lo.runs < 1 || lo.inner_runs < 1) {
+    fprintf(stderr, "lithe-bench: --runs and --inner-runs must be at least 1\n");
+    return 2;
+  }
+
+  /* re-report from a results.tsv */
+  if (report_dir) {
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/results.tsv", report_dir);
+    int median = r.median;
+    if (results_load(&r, p) != 0) {
+      fprintf(stderr, "lithe-bench: cannot read %s: %s\n", p, strerror(errno));
+      return 2;
+    }
+    r.median = median;
+    if (only && !select_jobs(&r, only)) return 2;
+    if (!out) out = report_dir;
+    if (mkdir_p(out) != 0) {
+      fprintf(stderr, "lithe-bench: cannot create %s\n", out);
+      return 2;
+    }
+    if (report_write(&r, out, 1) != 0) return 1;
+    return do_check ? check(&r, out) : 0;
+  }
+
+  if (!lo.bin_dir) lo.bin_dir = exe_dir;
+  char traces[PATH_MAX];
+  if (!lo.traces) {
+    struct stat st;
+    snprintf(traces, sizeof traces, "%s/../bench/traces", exe_dir);
+    if (stat(traces, &st) != 0 || !S_ISDIR(st.st_mode))
+      snprintf(traces, sizeof traces, "%s/bench/traces", LITHE_SOURCE_DIR);
+    lo.traces = traces;
+  }
+  build_jobs(&r, &lo);
+  if (only && !select_jobs(&r, only)) return 2;
+  if (do_list) {
+    for (int j = 0; j < r.njob; j++) {
+      printf("%-24s", r.jobs[j].name);
+      for (int k = 0; r.jobs[j].argv[k]; k++) printf(" %s", r.jobs[j].argv[k]);
+      printf("%s%s\n", r.jobs[j].missing ? "   [missing: " : "",
+             r.jobs[j].missing ? "not built]" : "");
+    }
+    return 0;
+  }
+  if (nnames == 0) {
+    usage(stderr);
+    return 2;
+  }
+
+  for (int i = 0; i < nnames; i++) {
+    allocator a = resolve_allocator(names[i]);
+    for (int k = 0; k < r.nalloc; k++)
+      if (!strcmp(r.allocs[k].name, a.name)) {
+        fprintf(stderr, "lithe-bench: allocator name '%s' given twice\n", a.name);
+        return 2;
+      }
+    r.allocs = xrealloc(r.allocs, (size_t)(r.nalloc + 1) * sizeof *r.allocs);
+    r.allocs[r.nalloc++] = a;
+  }
+  for (int a = 0; a < r.nalloc; a++) {
+    if (r.allocs[a].available)
+      fprintf(stderr, "%-10s %s\n", r.allocs[a].name,
+              r.allocs[a].path ? r.allocs[a].path : "(no LD_PRELOAD)");
+    else
+      fprintf(stderr, "%-10s skipped: %s: %s\n", r.allocs[a].name, r.allocs[a].name,
+              r.allocs[a].why);
+  }
+  int base = results_baseline(&r);
+  if (base < 0) {
+    fprintf(stderr, "lithe-bench: no allocator available to run\n");
+    return 2;
+  }
+  if (base != 0)
+    fprintf(stderr, "lithe-bench: baseline %s is missing; %s is the baseline instead\n",
+            r.allocs[0].name, r.allocs[base].name);
+
+  char outbuf[PATH_MAX];
+  if (!out) {
+    snprintf(outbuf, sizeof outbuf, "%s/bench-report", exe_dir);
+    out = outbuf;
+  }
+  if (mkdir_p(out) != 0) {
+    fprintf(stderr, "lithe-bench: cannot create %s: %s\n", out, strerror(errno));
+    return 2;
+  }
+  r.runs = lo.runs;
+  r.quick = lo.quick;
+  r.started = utc_now();
+  r.host = host_line();
+  {
+    size_t len = 0;
+    for (int i = 0; i < argc; i++) len += strlen(argv[i]) + 1;
+    r.command = xrealloc(NULL, len + 1);
+    r.command[0] = 0;
+    for (int i = 0; i < argc; i++) {
+      if (i) strcat(r.command, " ");
+      strcat(r.command, argv[i]);
+    }
+  }
+  char tsv[PATH_MAX];
+  snprintf(tsv, sizeof tsv, "%s/results.tsv", out);
+
+  int torun = 0;
+  for (int j = 0; j < r.njob; j++) torun += !r.jobs[j].missing;
+  fprintf(stderr, "%d benchmarks (%d not built), %d run(s) each, results in %s\n", r.njob,
+          r.njob - torun, lo.runs, out);
+  int done = 0;
+  for (int j = 0; j < r.njob; j++) {
+    job *jb = &r.jobs[j];
+    if (jb->missing) {
+      fprintf(stderr, "[  -/%d] %-22s missing: %s\n", torun, jb->name, jb->why);
+      continue;
+    }
+    done++;
+    fprintf(stderr, "[%3d/%d] %-22s", done, torun, jb->name);
+    fflush(stderr);
+    /* interleave: run 1 of A B C, run 2 of A B C, ... so drift hits all */
+    for (int run = 0; run < jb->runs; run++)
+      for (int a = 0; a < r.nalloc; a++) {
+        if (!r.allocs[a].available) continue;
+        /* a benchmark that skips under an allocator is not retried */
+        const char *why;
+        if (run > 0 && results_cell_status(&r, j, a, &why) == CELL_SKIP) continue;
+        run_one(&r, j, a, run, timeout);
+      }
+    progress_summary(&r, j);
+    if (results_save(&r, tsv) != 0)
+      fprintf(stderr, "lithe-bench: cannot write %s: %s\n", tsv, strerror(errno));
+  }
+  if (report_write(&r, out, 1) != 0) return 1;
+  fprintf(stderr, "report: %s/report.md\n", out);
+  return do_check ? check(&r, out) : 0;
+}

@@ -1,0 +1,133 @@
+/* report: DIR/report.md (run description, allocators, the pictures, the
+ * MallocBench table, the benchstat rows, failures / skips / notes), the
+ * SVGs next to it, and the same tables on standard output. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fmt.h"
+#include "runner.h"
+
+static void events_section(FILE *f, const results *r) {
+  int any = 0;
+  for (int pass = 0; pass < 3; pass++) {
+    event_kind k = pass == 0 ? EV_FAIL : pass == 1 ? EV_SKIP : EV_NOTE;
+    for (size_t i = 0; i < r->nevent; i++) {
+      const event *e = &r->events[i];
+      if (e->kind != k) continue;
+      /* one line per (job, alloc, kind, text) */
+      int dup = 0;
+      for (size_t m = 0; m < i && !dup; m++) {
+        const event *d = &r->events[m];
+        dup = d->kind == k && d->job == e->job && d->alloc == e->alloc && !strcmp(d->text, e->text);
+      }
+      if (dup) continue;
+      if (!any) fputs("| benchmark | allocator | what | detail |\n|---|---|---|---|\n", f);
+      any = 1;
+      fprintf(f, "| %s | %s | %s | ", r->jobs[e->job].name, r->allocs[e->alloc].name,
+              k == EV_FAIL ? "**FAIL**" : k == EV_SKIP ? "skipped" : "note");
+      for (const char *c = e->text; *c; c++) {
+        if (*c == '|') fputs("\\|", f);
+        else fputc(*c, f);
+      }
+      if (k == EV_FAIL) fprintf(f, " (run %d)", e->run + 1);
+      fputs(" |\n", f);
+    }
+  }
+  if (!any) fputs("None.\n", f);
+}
+
+int report_write(const results *r, const char *dir, int print_tables) {
+  int ns = 0;
+  series *s = results_series(r, &ns);
+  char *names[64], *captions[64];
+  int nsvg = svg_write_all(r, s, ns, dir, names, captions, 64);
+
+  char path[4096];
+  snprintf(path, sizeof path, "%s/report.md", dir);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    perror(path);
+    results_free_series(s, ns, r->nalloc);
+    return -1;
+  }
+  int base = results_baseline(r);
+  fprintf(f, "# lithe-bench: allocator comparison\n\n");
+  if (r->quick)
+    fprintf(f, "> **Quick mode**: shrunken workloads, one run each. For testing the "
+               "suite, not for claims.\n\n");
+  fprintf(f, "- started: %s\n", r->started ? r->started : "?");
+  fprintf(f, "- machine: %s\n", r->host ? r->host : "?");
+  fprintf(f, "- command: `%s`\n", r->command ? r->command : "?");
+  fprintf(f, "- runs: %d fresh process(es) per benchmark per allocator, allocators interleaved "
+             "(run 1 of every allocator, then run 2, ...)\n",
+          r->runs);
+  fprintf(f, "- summary: %s\n",
+          r->median ? "median ± 95% confidence interval of the median, all runs"
+                    : "mean ± largest deviation of a run from the mean, after Tukey outlier "
+                      "rejection (1.5 IQR)");
+  fprintf(f, "- significance: two-sided Mann-Whitney U, α = 0.05; `~` = no significant "
+             "difference (or too few runs: with 3+3 runs the smallest possible p is 0.100)\n");
+  fprintf(f, "- how to read all of this: docs/runner.md\n\n");
+
+  fprintf(f, "## Allocators\n\n| name | library | status |\n|---|---|---|\n");
+  for (int a = 0; a < r->nalloc; a++) {
+    const allocator *x = &r->allocs[a];
+    fprintf(f, "| %s | %s | %s%s |\n", x->name,
+            x->path ? x->path : x->available ? "(none: glibc malloc)" : "-",
+            x->available ? (a == base ? "baseline" : "run") : "**not run**: ",
+            x->available ? "" : x->why);
+  }
+  int nmissing = 0;
+  for (int j = 0; j < r->njob; j++) nmissing += r->jobs[j].missing;
+  if (nmissing) {
+    fprintf(f, "\nBenchmarks not run (program missing):\n\n");
+    for (int j = 0; j < r->njob; j++)
+      if (r->jobs[j].missing)
+        fprintf(f, "- %s: %s\n", r->jobs[j].name, r->jobs[j].why ? r->jobs[j].why : "");
+  }
+
+  fprintf(f, "\n## Pictures\n\n");
+  if (!nsvg) fprintf(f, "No figures to draw.\n");
+  for (int i = 0; i < nsvg; i++) fprintf(f, "### %s\n\n![%s](%s)\n\n", captions[i], captions[i], names[i]);
+
+  fprintf(f, "## MallocBench comparison\n\n");
+  fprintf(f, "Baseline: %s. `^ 1.03x faster` / `smaller`: better than the baseline by that "
+             "factor; `! 1.02x slower` / `bigger`: worse. With two or more runs per side the "
+             "marker is `~` when the difference is not significant, and `(p=… n=…+…)` follows. "
+             "Means are over the benchmarks that have a value in every column.\n\n```text\n",
+          base >= 0 ? r->allocs[base].name : "?");
+  table_mallocbench(f, r, s, ns);
+  fprintf(f, "```\n\n## benchstat\n\nEvery metric of every benchmark, baseline against each "
+             "other allocator. `delta` = (other / baseline − 1) × 100 when p < 0.05, else `~`.\n\n"
+             "```text\n");
+  table_benchstat(f, r, s, ns);
+  fprintf(f, "```\n\n## Failures, skips and notes\n\n");
+  events_section(f, r);
+  fclose(f);
+
+  if (print_tables) {
+    printf("MallocBench comparison (baseline %s):\n\n", base >= 0 ? r->allocs[base].name : "?");
+    table_mallocbench(stdout, r, s, ns);
+    printf("benchstat:\n\n");
+    table_benchstat(stdout, r, s, ns);
+    for (int a = 0; a < r->nalloc; a++)
+      if (!r->allocs[a].available)
+        printf("%s: %s (skipped)\n", r->allocs[a].name, r->allocs[a].why);
+    for (int j = 0; j < r->njob; j++)
+      if (r->jobs[j].missing) printf("%s: %s (missing)\n", r->jobs[j].name, r->jobs[j].why);
+    for (int j = 0; j < r->njob; j++)
+      for (int a = 0; a < r->nalloc; a++) {
+        const char *why = NULL;
+        if (results_cell_status(r, j, a, &why) == CELL_FAIL)
+          printf("FAIL %s under %s: %s\n", r->jobs[j].name, r->allocs[a].name, why);
+      }
+    fflush(stdout);
+  }
+  for (int i = 0; i < nsvg; i++) {
+    free(names[i]);
+    free(captions[i]);
+  }
+  results_free_series(s, ns, r->nalloc);
+  return 0;
+}

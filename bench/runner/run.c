@@ -1,0 +1,240 @@
+/* run: one measurement = one fresh process (fork + execve) of a benchmark
+ * program, with LD_PRELOAD=<allocator> in the child's environment only
+ * (removed entirely for glibc), its standard output parsed per
+ * bench/PROTOCOL.md, its exit status checked.
+ *
+ * FAIL when: the child is killed by a signal, exits non-zero, runs past the
+ * timeout, the dynamic loader refused the preload (it then prints
+ * "ld.so: object ... cannot be preloaded" and would silently run glibc), or
+ * it exits 0 without printing a Benchmark line or a "# skip:" line.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runner.h"
+
+extern char **environ;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Parse `Benchmark<name>[-P] <iters> <value> <unit> [<value> <unit>]...`
+ * and the `# ` comment lines the runner shows. */
+void run_parse_line(results *r, int j, int a, int run, const char *line, int *nbench,
+                    int *skipped, char *skipwhy, size_t skipwhylen) {
+  while (*line == ' ' || *line == '\t') line++;
+  if (!strncmp(line, "Benchmark", 9)) {
+    char *copy = xstrdup(line + 9), *save = NULL;
+    char *name = strtok_r(copy, " \t", &save);
+    char *iters = name ? strtok_r(NULL, " \t", &save) : NULL;
+    if (!name || !*name || !iters) {
+      free(copy);
+      return;
+    }
+    char *end;
+    double it = strtod(iters, &end);
+    if (*end || it == 0) { /* BENCHSPEC 7.1: iteration count 0 = ignore */
+      free(copy);
+      return;
+    }
+    int got = 0;
+    for (;;) {
+      char *val = strtok_r(NULL, " \t", &save);
+      char *unit = val ? strtok_r(NULL, " \t", &save) : NULL;
+      if (!val || !unit) break;
+      double v = strtod(val, &end);
+      if (*end) break;
+      results_add_sample(r, j, a, run, name, unit, v);
+      got++;
+    }
+    if (got) (*nbench)++;
+    free(copy);
+  } else if (!strncmp(line, "# skip:", 7)) {
+    const char *w = line + 7;
+    while (*w == ' ') w++;
+    *skipped = 1;
+    snprintf(skipwhy, skipwhylen, "%s", w);
+  } else if (!strncmp(line, "# scavenge:", 11) || !strncmp(line, "# note:", 7)) {
+    /* keep one copy of each distinct note per (job, allocator) */
+    for (size_t i = 0; i < r->nevent; i++) {
+      const event *e = &r->events[i];
+      if (e->job == j && e->alloc == a && e->kind == EV_NOTE && !strcmp(e->text, line + 2))
+        return;
+    }
+    results_add_event(r, j, a, run, EV_NOTE, line + 2);
+  }
+}
+
+/* environment of the child: ours minus LD_PRELOAD, plus the allocator's */
+static char **child_env(const char *preload) {
+  size_t n = 0;
+  while (environ[n]) n++;
+  char **env = xrealloc(NULL, (n + 2) * sizeof *env);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0) env[k++] = environ[i];
+  if (preload) env[k++] = xasprintf("LD_PRELOAD=%s", preload);
+  env[k] = NULL;
+  return env;
+}
+
+static void free_child_env(char **env, int made) {
+  size_t n = 0;
+  while (env[n]) n++;
+  if (made && n) free(env[n - 1]); /* the LD_PRELOAD string we made is last */
+  free(env);
+}
+
+/* append to a growing buffer */
+static void buf_add(char **b, size_t *len, size_t *cap, const char *s, size_t n) {
+  if (*len + n + 1 > *cap) {
+    *cap = (*len + n + 1) * 2;
+    *b = xrealloc(*b, *cap);
+  }
+  memcpy(*b + *len, s, n);
+  *len += n;
+  (*b)[*len] = 0;
+}
+
+/* last non-empty line of a text, for FAIL reasons */
+static void last_line(const char *text, char *out, size_t n) {
+  out[0] = 0;
+  if (!text) return;
+  const char *end = text + strlen(text);
+  while (end > text && (end[-1] == '\n' || end[-1] == ' ')) end--;
+  const char *start = end;
+  while (start > text && start[-1] != '\n') start--;
+  size_t len = (size_t)(end - start);
+  if (len >= n) len = n - 1;
+  memcpy(out, start, len);
+  out[len] = 0;
+}
+
+run_outcome run_one(results *r, int j, int a, int run, int timeout_s) {
+  run_outcome o = {0};
+  const job *jb = &r->jobs[j];
+  const allocator *al = &r->allocs[a];
+  int outp[2], errp[2];
+  if (pipe2(outp, O_CLOEXEC) || pipe2(errp, O_CLOEXEC)) {
+    o.status = CELL_FAIL;
+    snprintf(o.why, sizeof o.why, "pipe: %s", strerror(errno));
+    return o;
+  }
+  char **env = child_env(al->path);
+  double t0 = now_s();
+  pid_t pid = fork();
+  if (pid < 0) {
+    o.status = CELL_FAIL;
+    snprintf(o.why, sizeof o.why, "fork: %s", strerror(errno));
+    free_child_env(env, al->path != NULL);
+    return o;
+  }
+  if (pid == 0) {
+    setpgid(0, 0); /* so a timeout can stop the child's whole group */
+    dup2(outp[1], 1);
+    dup2(errp[1], 2);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, 0);
+    execve(jb->program, jb->argv, env);
+    dprintf(2, "exec %s: %s\n", jb->program, strerror(errno));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  close(outp[1]);
+  close(errp[1]);
+
+  char *out = NULL, *err = NULL;
+  size_t olen = 0, ocap = 0, elen = 0, ecap = 0;
+  struct pollfd pf[2] = {{outp[0], POLLIN, 0}, {errp[0], POLLIN, 0}};
+  int open_fds = 2, timed_out = 0;
+  double deadline = t0 + timeout_s;
+  while (open_fds > 0) {
+    double left = deadline - now_s();
+    if (left <= 0) {
+      timed_out = 1;
+      kill(-pid, SIGKILL);
+      break;
+    }
+    int rc = poll(pf, 2, (int)(left * 1000) + 1);
+    if (rc < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < 2; i++) {
+      if (pf[i].fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char chunk[8192];
+      ssize_t n = read(pf[i].fd, chunk, sizeof chunk);
+      if (n <= 0) {
+        close(pf[i].fd);
+        pf[i].fd = -1;
+        open_fds--;
+      } else if (i == 0) {
+        buf_add(&out, &olen, &ocap, chunk, (size_t)n);
+      } else if (elen < (1u << 20)) {
+        buf_add(&err, &elen, &ecap, chunk, (size_t)n);
+      }
+    }
+  }
+  for (int i = 0; i < 2; i++)
+    if (pf[i].fd >= 0) close(pf[i].fd);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  o.wall_s = now_s() - t0;
+  free_child_env(env, al->path != NULL);
+
+  /* parse stdout line by line */
+  int nbench = 0, skipped = 0;
+  char skipwhy[256] = "";
+  if (out) {
+    char *save = NULL;
+    for (char *ln = strtok_r(out, "\n", &save); ln; ln = strtok_r(NULL, "\n", &save))
+      run_parse_line(r, j, a, run, ln, &nbench, &skipped, skipwhy, sizeof skipwhy);
+  }
+  char errline[300];
+  last_line(err, errline, sizeof errline);
+
+  if (timed_out) {
+    o.status = CELL_FAIL;
+    snprintf(o.why, sizeof o.why, "timed out after %d s", timeout_s);
+  } else if (WIFSIGNALED(status)) {
+    o.status = CELL_FAIL;
+    snprintf(o.why, sizeof o.why, "killed by signal %d (%s)%s%s", WTERMSIG(status),
+             strsignal(WTERMSIG(status)), errline[0] ? ": " : "", errline);
+  } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+    o.status = CELL_FAIL;
+    snprintf(o.why, sizeof o.why, "exit status %d%s%s", WEXITSTATUS(status),
+             errline[0] ? ": " : "", errline);
+  } else if (err && strstr(err, "cannot be preloaded")) {
+    o.status = CELL_FAIL;
+    snprintf(o.why, sizeof o.why, "the loader refused LD_PRELOAD=%s", al->path ? al->path : "");
+  } else if (skipped && !nbench) {
+    o.status = CELL_SKIP;
+    snprintf(o.why, sizeof o.why, "%s", skipwhy);
+  } else if (!nbench) {
+    o.status = CELL_FAIL;
+    snprintf(o.why, sizeof o.why, "no Benchmark line in the output%s%s",
+             errline[0] ? ": " : "", errline);
+  } else {
+    o.status = CELL_OK;
+  }
+  if (o.status == CELL_FAIL) results_add_event(r, j, a, run, EV_FAIL, o.why);
+  else if (o.status == CELL_SKIP) results_add_event(r, j, a, run, EV_SKIP, o.why);
+  free(out);
+  free(err);
+  return o;
+}

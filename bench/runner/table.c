@@ -1,0 +1,440 @@
+/* table: the two text outputs.
+ *
+ * 1. The MallocBench comparison table (BENCHSPEC 5): sections Execution
+ *    Time / Peak Memory / Memory at End, one row per MallocBench-style
+ *    benchmark (bench-mallocbench and trace replays), the baseline column
+ *    and each other allocator with a comparison cell, then geometric,
+ *    arithmetic and harmonic mean rows.
+ * 2. benchstat rows (BENCHSPEC 7), baseline vs each other allocator, for
+ *    every metric of every benchmark.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fmt.h"
+#include "runner.h"
+#include "stats.h"
+
+/* values used for centre and test: IQR-kept values (mean mode) or all
+ * values (median mode); returns count, fills out (size >= n) */
+static int used_values(const results *r, const series *s, int a, double *out) {
+  int n = s->n[a];
+  if (n == 0) return 0;
+  if (r->median) {
+    memcpy(out, s->v[a], sizeof(double) * (size_t)n);
+    return n;
+  }
+  return stats_reject_outliers(s->v[a], n, out);
+}
+
+double series_center(const results *r, const series *s, int alloc, int *n) {
+  *n = 0;
+  if (s->n[alloc] == 0) return 0;
+  stats_summary sm = r->median ? stats_summarize_median(s->v[alloc], s->n[alloc], 0.95)
+                               : stats_summarize_mean(s->v[alloc], s->n[alloc], NULL);
+  *n = sm.n;
+  return sm.center;
+}
+
+/* Test baseline vs allocator b for one series. Returns 1 and fills *t
+ * when both sides have at least 2 values (a test makes sense). */
+static int series_test(const results *r, const series *s, int base, int b, stats_utest *t,
+                       int *na, int *nb) {
+  *na = *nb = 0;
+  if (s->n[base] < 1 || s->n[b] < 1) return 0;
+  double *x = malloc(sizeof(double) * (size_t)s->n[base]);
+  double *y = malloc(sizeof(double) * (size_t)s->n[b]);
+  *na = used_values(r, s, base, x);
+  *nb = used_values(r, s, b, y);
+  *t = stats_mann_whitney(x, *na, y, *nb);
+  free(x);
+  free(y);
+  return *na >= 2 && *nb >= 2;
+}
+
+/* display width of a UTF-8 string (µ, ±, ∞, Δ count as one) */
+static int uwidth(const char *s) {
+  int w = 0;
+  for (; *s; s++)
+    if (((unsigned char)*s & 0xC0) != 0x80) w++;
+  return w;
+}
+
+static void pad_right(FILE *f, const char *s, int w) {
+  fputs(s, f);
+  for (int i = uwidth(s); i < w; i++) fputc(' ', f);
+}
+
+static void pad_left(FILE *f, const char *s, int w) {
+  for (int i = uwidth(s); i < w; i++) fputc(' ', f);
+  fputs(s, f);
+}
+
+/* ---- 1. MallocBench table --------------------------------------------- */
+
+typedef struct {
+  char *name;
+  char **val; /* per allocator */
+  char **cmp; /* per allocator (empty for the baseline) */
+} mrow;
+
+static int in_mallocbench_table(const job *j) {
+  return j->kind == JOB_MALLOCBENCH || j->kind == JOB_REPLAY;
+}
+
+static void fmt_value(char *b, size_t n, double v, int is_time) {
+  char t[64];
+  if (is_time) {
+    fmt_thousands(t, sizeof t, v / 1e6, 1);
+    snprintf(b, n, "%sms", t);
+  } else {
+    fmt_thousands(t, sizeof t, v, 0);
+    snprintf(b, n, "%skB", t);
+  }
+}
+
+static void compare_cell(char *b, size_t n, double a, double v, int is_time, const char *mark) {
+  b[0] = 0;
+  if (a <= 0 || v <= 0 || a == v) return;
+  const char *better = is_time ? "faster" : "smaller", *worse = is_time ? "slower" : "bigger";
+  if (v < a) snprintf(b, n, "%s %.2fx %s", mark ? mark : "^", a / v, better);
+  else snprintf(b, n, "%s %.2fx %s", mark ? mark : "!", v / a, worse);
+}
+
+static void print_rows(FILE *f, const results *r, mrow *rows, int nrows, int namew) {
+  int na = r->nalloc;
+  int *vw = calloc((size_t)na, sizeof *vw), *cw = calloc((size_t)na, sizeof *cw);
+  for (int a = 0; a < na; a++) {
+    vw[a] = uwidth(r->allocs[a].name);
+    for (int i = 0; i < nrows; i++) {
+      if (!rows[i].val) continue;
+      int l = uwidth(rows[i].val[a]), m = uwidth(rows[i].cmp[a]);
+      if (l > vw[a]) vw[a] = l;
+      if (m > cw[a]) cw[a] = m;
+    }
+  }
+  for (int i = 0; i < nrows; i++) {
+    if (!rows[i].val) { /* section title or blank */
+      fprintf(f, "%s\n", rows[i].name ? rows[i].name : "");
+      continue;
+    }
+    fprintf(f, "    %-*s", namew - 4, rows[i].name);
+    for (int a = 0; a < na; a++) {
+      if (!r->allocs[a].available) continue;
+      fputs("  ", f);
+      pad_left(f, rows[i].val[a], vw[a]);
+      if (cw[a]) {
+        fputs("  ", f);
+        pad_right(f, rows[i].cmp[a], cw[a]);
+      }
+    }
+    fputc('\n', f);
+  }
+  free(vw);
+  free(cw);
+}
+
+void table_mallocbench(FILE *f, const results *r, const series *s, int ns) {
+  int base = results_baseline(r), na = r->nalloc;
+  if (base < 0) return;
+  static const char *units[] = {"ns/op", "peak-kB", "end-kB"};
+  static const char *titles[] = {"Execution Time:", "Peak Memory:", "Memory at End:"};
+  int namew = (int)strlen("<arithmetic mean>");
+  for (int j = 0; j < r->njob; j++)
+    if (in_mallocbench_table(&r->jobs[j]) && (int)strlen(r->jobs[j].name) > namew)
+      namew = (int)strlen(r->jobs[j].name);
+  namew += 4;
+
+  /* header */
+  mrow *rows = NULL;
+  int nrows = 0, any = 0;
+  for (int u = 0; u < 3; u++) {
+    int is_time = u == 0;
+    int first = nrows;
+    rows = realloc(rows, sizeof *rows * (size_t)(nrows + 1));
+    rows[nrows++] = (mrow){xstrdup(titles[u]), NULL, NULL};
+    /* per-row centres for the means, only rows complete in every column */
+    double **cent = calloc((size_t)na, sizeof *cent);
+    for (int a = 0; a < na; a++) cent[a] = calloc((size_t)r->njob + 1, sizeof(double));
+    int ncomplete = 0, nbench = 0;
+    for (int j = 0; j < r->njob; j++) {
+      if (!in_mallocbench_table(&r->jobs[j]) || r->jobs[j].missing) continue;
+      nbench++;
+      const series *sj = NULL;
+      for (int k = 0; k < ns; k++)
+        if (s[k].job == j && !strcmp(s[k].unit, units[u])) {
+          sj = &s[k];
+          break;
+        }
+      mrow row = {xstrdup(r->jobs[j].name), calloc((size_t)na, sizeof(char *)),
+                  calloc((size_t)na, sizeof(char *))};
+      double bc = 0;
+      int complete = 1;
+      double *rowc = calloc((size_t)na, sizeof *rowc);
+      for (int a = 0; a < na; a++) {
+        char v[128] = "", c[128] = "";
+        const char *why = NULL;
+        int st = results_cell_status(r, j, a, &why);
+        int n = 0;
+        double cv = sj ? series_center(r, sj, a, &n) : 0;
+        if (!r->allocs[a].available) {
+        } else if (st == CELL_FAIL) {
+          snprintf(v, sizeof v, "FAIL");
+          complete = 0;
+        } else if (st == CELL_SKIP) {
+          snprintf(v, sizeof v, "skipped");
+          complete = 0;
+        } else if (n == 0) {
+          snprintf(v, sizeof v, "-");
+          complete = 0;
+        } else {
+          fmt_value(v, sizeof v, cv, is_time);
+          rowc[a] = cv;
+          if (cv <= 0) complete = 0;
+          any = 1;
+        }
+        if (a == base) bc = (st == CELL_OK && n) ? cv : 0;
+        else if (r->allocs[a].available && st == CELL_OK && n && bc > 0) {
+          stats_utest t;
+          int nx, ny;
+          if (series_test(r, sj, base, a, &t, &nx, &ny)) {
+            int sig = t.ok && t.p < STATS_ALPHA;
+            char cc[96];
+            compare_cell(cc, sizeof cc, bc, cv, is_time, sig ? NULL : "~");
+            if (t.ok)
+              snprintf(c, sizeof c, "%s%s(p=%s n=%d+%d)", cc, cc[0] ? " " : "~ ", fmt_p(t.p),
+                       nx, ny);
+            else snprintf(c, sizeof c, "%s%s(%s)", cc, cc[0] ? " " : "~ ", t.why);
+          } else {
+            compare_cell(c, sizeof c, bc, cv, is_time, NULL);
+          }
+        }
+        row.val[a] = xstrdup(v);
+        row.cmp[a] = xstrdup(c);
+      }
+      if (complete) {
+        for (int a = 0; a < na; a++) cent[a][ncomplete] = rowc[a];
+        ncomplete++;
+      }
+      free(rowc);
+      rows = realloc(rows, sizeof *rows * (size_t)(nrows + 1));
+      rows[nrows++] = row;
+    }
+    if (nrows - first == 1) { /* no benchmarks in this section */
+      nrows = first;
+    } else {
+      rows = realloc(rows, sizeof *rows * (size_t)(nrows + 6));
+      rows[nrows++] = (mrow){NULL, NULL, NULL};
+      static const char *mn[] = {"<geometric mean>", "<arithmetic mean>", "<harmonic mean>"};
+      for (int m = 0; m < 3; m++) {
+        mrow row = {xstrdup(mn[m]), calloc((size_t)na, sizeof(char *)),
+                    calloc((size_t)na, sizeof(char *))};
+        double bm = 0;
+        for (int a = 0; a < na; a++) {
+          char v[128] = "", c[128] = "";
+          int used = 0;
+          double mv = 0;
+          if (r->allocs[a].available && ncomplete > 0) {
+            mv = m == 0   ? stats_geomean(cent[a], ncomplete, &used)
+                 : m == 1 ? stats_arithmean(cent[a], ncomplete, &used)
+                          : stats_harmmean(cent[a], ncomplete, &used);
+            fmt_value(v, sizeof v, mv, is_time);
+          } else if (r->allocs[a].available) {
+            snprintf(v, sizeof v, "-");
+          }
+          if (a == base) bm = mv;
+          else compare_cell(c, sizeof c, bm, mv, is_time, NULL);
+          row.val[a] = xstrdup(v);
+          row.cmp[a] = xstrdup(c);
+        }
+        rows[nrows++] = row;
+      }
+      if (ncomplete < nbench) {
+        char *note = xasprintf("    (means over %d of %d benchmarks; %d excluded: FAIL, skipped,"
+                               " missing or zero in some column)",
+                               ncomplete, nbench, nbench - ncomplete);
+        rows[nrows++] = (mrow){note, NULL, NULL};
+      }
+      rows[nrows++] = (mrow){NULL, NULL, NULL};
+    }
+    for (int a = 0; a < na; a++) free(cent[a]);
+    free(cent);
+  }
+  if (nrows == 0) {
+    fprintf(f, "(no MallocBench-style benchmark ran)\n");
+    free(rows);
+    return;
+  }
+  (void)any;
+  /* header line: build names over their value columns */
+  mrow head = {xstrdup(""), calloc((size_t)na, sizeof(char *)), calloc((size_t)na, sizeof(char *))};
+  for (int a = 0; a < na; a++) {
+    head.val[a] = xstrdup(r->allocs[a].name);
+    head.cmp[a] = xstrdup(a == base || !r->allocs[a].available ? "" : "Δ");
+  }
+  mrow *all = malloc(sizeof *all * (size_t)(nrows + 1));
+  all[0] = head;
+  memcpy(all + 1, rows, sizeof *rows * (size_t)nrows);
+  print_rows(f, r, all, nrows + 1, namew);
+  for (int i = 0; i < nrows + 1; i++) {
+    free(all[i].name);
+    if (all[i].val) {
+      for (int a = 0; a < na; a++) {
+        free(all[i].val[a]);
+        free(all[i].cmp[a]);
+      }
+      free(all[i].val);
+      free(all[i].cmp);
+    }
+  }
+  free(all);
+  free(rows);
+}
+
+/* ---- 2. benchstat ----------------------------------------------------- */
+
+static char *cell_text(const results *r, const series *s, int a, double ref, int *ok) {
+  *ok = 0;
+  const char *why = NULL;
+  int st = results_cell_status(r, s->job, a, &why);
+  if (st == CELL_FAIL) return xstrdup("FAIL");
+  if (st == CELL_SKIP) return xstrdup("skipped");
+  if (s->n[a] == 0) return xstrdup("-");
+  stats_summary sm = r->median ? stats_summarize_median(s->v[a], s->n[a], 0.95)
+                               : stats_summarize_mean(s->v[a], s->n[a], NULL);
+  char v[64];
+  fmt_scaled(v, sizeof v, sm.center, ref, s->unit);
+  double sp = stats_spread_pct(&sm);
+  *ok = 1;
+  if (sp < 0) return xstrdup(v);
+  if (isinf(sp)) return xasprintf("%s ± ∞", v);
+  return xasprintf("%s ± %.0f%%", v, sp);
+}
+
+void table_benchstat(FILE *f, const results *r, const series *s, int ns) {
+  int base = results_baseline(r);
+  if (base < 0) return;
+  int others = 0;
+  for (int b = 0; b < r->nalloc; b++) {
+    if (b == base || !r->allocs[b].available) continue;
+    others++;
+    fprintf(f, "%s vs %s:\n\n", r->allocs[base].name, r->allocs[b].name);
+    /* one table per unit, units in order of first appearance */
+    char **done = NULL;
+    int ndone = 0;
+    for (int k = 0; k < ns; k++) {
+      int seen = 0;
+      for (int d = 0; d < ndone; d++) seen |= !strcmp(done[d], s[k].unit);
+      if (seen) continue;
+      done = realloc(done, sizeof *done * (size_t)(ndone + 1));
+      done[ndone++] = s[k].unit;
+      const char *unit = s[k].unit;
+      /* collect rows */
+      int cap = ns + 1, nr = 0;
+      char **c0 = calloc((size_t)cap, sizeof *c0), **c1 = calloc((size_t)cap, sizeof *c1),
+           **c2 = calloc((size_t)cap, sizeof *c2), **c3 = calloc((size_t)cap, sizeof *c3),
+           **c4 = calloc((size_t)cap, sizeof *c4);
+      double *ga = calloc((size_t)cap, sizeof *ga), *gb = calloc((size_t)cap, sizeof *gb);
+      int ng = 0;
+      for (int m = k; m < ns; m++) {
+        if (strcmp(s[m].unit, unit)) continue;
+        const series *x = &s[m];
+        int na, nb, oka, okb;
+        double ca = series_center(r, x, base, &na), cb = series_center(r, x, b, &nb);
+        double ref = na ? ca : cb;
+        c0[nr] = xstrdup(x->metric);
+        c1[nr] = cell_text(r, x, base, ref, &oka);
+        c2[nr] = cell_text(r, x, b, ref, &okb);
+        stats_utest t = {0};
+        int nx = 0, ny = 0;
+        if (oka && okb) {
+          series_test(r, x, base, b, &t, &nx, &ny);
+          if (t.ok && t.p < STATS_ALPHA) {
+            if (ca == cb) c3[nr] = xstrdup("0.00%");
+            else c3[nr] = xasprintf("%+.2f%%", (cb / ca - 1) * 100);
+          } else {
+            c3[nr] = xstrdup("~");
+          }
+          if (!t.ok) c4[nr] = xasprintf("(%s)", t.why);
+          else if (r->median && nx == ny) c4[nr] = xasprintf("(p=%s n=%d)", fmt_p(t.p), nx);
+          else c4[nr] = xasprintf("(p=%s n=%d+%d)", fmt_p(t.p), nx, ny);
+          if (ca > 0 && cb > 0) {
+            ga[ng] = ca;
+            gb[ng] = cb;
+            ng++;
+          }
+        } else {
+          c3[nr] = xstrdup("");
+          c4[nr] = xstrdup("");
+        }
+        nr++;
+      }
+      if (ng > 1) {
+        double a = stats_geomean(ga, ng, NULL), bb = stats_geomean(gb, ng, NULL);
+        c0[nr] = xstrdup("[Geomean]");
+        char v[64];
+        c1[nr] = xstrdup(fmt_scaled(v, sizeof v, a, a, unit));
+        c2[nr] = xstrdup(fmt_scaled(v, sizeof v, bb, a, unit));
+        c3[nr] = xasprintf("%+.2f%%", (bb / a - 1) * 100);
+        c4[nr] = xstrdup("");
+        nr++;
+      }
+      char h1[160], h2[160];
+      snprintf(h1, sizeof h1, "%s %s", r->allocs[base].name, fmt_unit_title(unit));
+      snprintf(h2, sizeof h2, "%s %s", r->allocs[b].name, fmt_unit_title(unit));
+      int w0 = 4, w1 = uwidth(h1), w2 = uwidth(h2), w3 = 5;
+      for (int i = 0; i < nr; i++) {
+        if (uwidth(c0[i]) > w0) w0 = uwidth(c0[i]);
+        if (uwidth(c1[i]) > w1) w1 = uwidth(c1[i]);
+        if (uwidth(c2[i]) > w2) w2 = uwidth(c2[i]);
+        if (uwidth(c3[i]) > w3) w3 = uwidth(c3[i]);
+      }
+      pad_right(f, "name", w0 + 2);
+      pad_left(f, h1, w1);
+      fputs("  ", f);
+      pad_left(f, h2, w2);
+      fputs("  ", f);
+      pad_left(f, "delta", w3);
+      fputc('\n', f);
+      for (int i = 0; i < nr; i++) {
+        pad_right(f, c0[i], w0 + 2);
+        pad_left(f, c1[i], w1);
+        fputs("  ", f);
+        pad_left(f, c2[i], w2);
+        fputs("  ", f);
+        pad_left(f, c3[i], w3);
+        if (c4[i][0]) fprintf(f, "  %s", c4[i]);
+        fputc('\n', f);
+        free(c0[i]);
+        free(c1[i]);
+        free(c2[i]);
+        free(c3[i]);
+        free(c4[i]);
+      }
+      fputc('\n', f);
+      free(c0);
+      free(c1);
+      free(c2);
+      free(c3);
+      free(c4);
+      free(ga);
+      free(gb);
+    }
+    free(done);
+  }
+  if (!others) {
+    /* a single allocator: still show every metric with its spread */
+    fprintf(f, "%s (only allocator):\n\n", r->allocs[base].name);
+    for (int k = 0; k < ns; k++) {
+      int ok;
+      int n;
+      double c = series_center(r, &s[k], base, &n);
+      char *t = cell_text(r, &s[k], base, c, &ok);
+      fprintf(f, "%-32s %-10s %s  (n=%d)\n", s[k].metric, s[k].unit, t, n);
+      free(t);
+    }
+    fputc('\n', f);
+  }
+}
