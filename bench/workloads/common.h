@@ -77,6 +77,7 @@ int bench_reset_peak(void);
  *              non-forcing call get none.
  * Returns the name of what was called ("none" if nothing). */
 const char *bench_scavenge(bool force);
+void bench_scavenge_init(void); /* resolve the calls now (before the work) */
 
 /* ---- harness memory ------------------------------------------------------*/
 void *bench_map(size_t bytes); /* zeroed, from mmap; aborts on failure */

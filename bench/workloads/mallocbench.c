@@ -32,6 +32,7 @@ static int g_ncpu_cfg;       /* ncpu, or --threads */
   } while (0)
 
 static volatile uint64_t g_sink; /* results that must not be optimised away */
+#define SINK(x) __atomic_fetch_add(&g_sink, (uint64_t)(x), __ATOMIC_RELAXED)
 
 /* Random indices: the C library generator (srandom(0) per invocation, as the
  * reference does) single-threaded, a per-thread xorshift in parallel. */
@@ -75,7 +76,7 @@ static void w_churn(int tid, int P) {
   }
   double want = (double)n * (double)(n - 1) / 2.0;
   CHECK(*acc == want, "churn sum %.0f != %.0f", *acc, want);
-  g_sink += (uint64_t)*acc;
+  SINK((uint64_t)*acc);
   bench_free(acc, sizeof(double));
 }
 
@@ -118,7 +119,7 @@ static void w_list_allocate(int tid, int P) {
       count++;
     }
     CHECK(count == nodes && sum == 0, "list_allocate count %ld sum %lu", count, (unsigned long)sum);
-    g_sink += (uint64_t)count;
+    SINK((uint64_t)count);
   }
 }
 
@@ -171,7 +172,7 @@ static void w_tree_allocate(int tid, int P) {
     CHECK(next_id == want && root->id == (1L << (depth - 1)) - 1, "tree_allocate ids");
     long freed = tree_release(root);
     CHECK(freed == want, "tree_allocate freed %ld of %ld", freed, want);
-    g_sink += (uint64_t)freed;
+    SINK((uint64_t)freed);
   }
 }
 
@@ -218,7 +219,7 @@ static void w_tree_churn(int tid, int P) {
   }
   long freed = tree_release(root);
   CHECK(freed == next_id && replaced > 0, "tree_churn freed %ld replaced %ld", freed, replaced);
-  g_sink += (uint64_t)replaced;
+  SINK((uint64_t)replaced);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -257,7 +258,7 @@ static void w_fragment(int tid, int P) {
     }
     bench_free(table, (size_t)count * sizeof *table);
     CHECK(sum == 0, "fragment objects not zero");
-    g_sink += (uint64_t)count;
+    SINK((uint64_t)count);
   }
 }
 
@@ -298,7 +299,7 @@ static void w_fragment_iterate(int tid, int P) {
   for (long i = 0; i < count; i++)
     if (table[i]) bench_free(table[i], sizeof(fobj_t));
   bench_free(table, (size_t)count * sizeof *table);
-  g_sink += (uint64_t)listed;
+  SINK((uint64_t)listed);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -337,7 +338,7 @@ static void sized_gigabyte(int tid, int P, size_t min, size_t max) {
   }
   CHECK(bytes == total - remaining, "medium/big byte count");
   bench_free(table, nrec * sizeof *table);
-  g_sink += n;
+  SINK(n);
 }
 
 static void w_medium(int tid, int P) { sized_gigabyte(tid, P, 1024, 8 * 1024); }
@@ -470,7 +471,7 @@ static void w_message_one(int tid, int P) {
     if ((m + 1) % MSG_BURST == 0) mq_drain_all();
   }
   mq_drain_all();
-  g_sink += (uint64_t)messages;
+  SINK((uint64_t)messages);
 }
 
 static void w_message_many(int tid, int P) {
@@ -482,7 +483,7 @@ static void w_message_many(int tid, int P) {
     if ((s + 1) % MSG_BURST == 0) mq_drain_all();
   }
   mq_drain_all();
-  g_sink += (uint64_t)steps;
+  SINK((uint64_t)steps);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -522,7 +523,7 @@ static void w_balloon(int tid, int P) {
     if (bench_now_ns() - t1 >= budget) break;
   }
   bench_unmap(table, big * sizeof(void *));
-  g_sink += (uint64_t)loops;
+  SINK((uint64_t)loops);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -709,6 +710,7 @@ int main(int argc, char **argv) {
   static char outbuf[8192];
   setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
 
+  bench_scavenge_init();
   g_nthreads = parallel ? g_ncpu_cfg : 1;
   void **bg = heap_build(heap_mb);
   if (w->setup) w->setup();
