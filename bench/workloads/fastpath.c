@@ -60,7 +60,7 @@ static struct {
 
 static void backoff(unsigned *spins) {
   bench_pause();
-  if ((++*spins & 127) == 0) sched_yield(); /* 2 threads may share one CPU */
+  if ((++*spins & 63) == 0) sched_yield(); /* 2 threads may share one CPU */
 }
 
 static void *consumer(void *arg) {
@@ -145,7 +145,7 @@ int main(int argc, char **argv) {
   }
   if (runs <= 0) runs = quick ? 3 : 5;
   long n_local = n > 0 ? n : quick ? 100000 : 2000000;
-  long n_remote = n > 0 ? n : quick ? 20000 : 300000;
+  long n_remote = n > 0 ? n : quick ? 20000 : 100000;
   n_local = n_local / 100 * 100; /* the batch variant works in hundreds */
   if (n_local < 100) n_local = 100;
   static char outbuf[8192];
