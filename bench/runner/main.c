@@ -603,6 +603,9 @@ int main(int argc, char **argv) {
   fprintf(stderr, "%d benchmarks (%d not built), %d run(s) each, results in %s\n", r.njob,
           r.njob - torun, lo.runs, out);
   int done = 0;
+  double wall_total = 0, cpu_total = 0;
+  struct timespec ts0, ts1;
+  clock_gettime(CLOCK_MONOTONIC, &ts0);
   for (int j = 0; j < r.njob; j++) {
     job *jb = &r.jobs[j];
     if (jb->missing) {
@@ -619,12 +622,20 @@ int main(int argc, char **argv) {
         /* a benchmark that skips under an allocator is not retried */
         const char *why;
         if (run > 0 && results_cell_status(&r, j, a, &why) == CELL_SKIP) continue;
-        run_one(&r, j, a, run, timeout);
+        run_outcome o = run_one(&r, j, a, run, timeout);
+        wall_total += o.wall_s;
+        cpu_total += o.cpu_s;
       }
     progress_summary(&r, j);
     if (results_save(&r, tsv) != 0)
       fprintf(stderr, "lithe-bench: cannot write %s: %s\n", tsv, strerror(errno));
   }
+  clock_gettime(CLOCK_MONOTONIC, &ts1);
+  fprintf(stderr,
+          "time: %.0f s in all, %.0f s inside benchmark processes, whose CPU time (user + "
+          "system) was %.0f s\n",
+          (double)(ts1.tv_sec - ts0.tv_sec) + (ts1.tv_nsec - ts0.tv_nsec) / 1e9, wall_total,
+          cpu_total);
   if (report_write(&r, out, 1) != 0) return 1;
   fprintf(stderr, "report: %s/report.md\n", out);
   return do_check ? check(&r, out) : 0;

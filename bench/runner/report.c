@@ -8,30 +8,75 @@
 #include "fmt.h"
 #include "runner.h"
 
+static void cell_text_md(FILE *f, const char *s) {
+  for (; *s; s++) {
+    if (*s == '|') fputs("\\|", f);
+    else fputc(*s, f);
+  }
+}
+
+/* FAILs one line per (benchmark, allocator) with how many runs failed;
+ * skips and notes one line per (benchmark, text) listing the allocators
+ * ("all" when every allocator that ran printed it). */
 static void events_section(FILE *f, const results *r) {
-  int any = 0;
-  for (int pass = 0; pass < 3; pass++) {
-    event_kind k = pass == 0 ? EV_FAIL : pass == 1 ? EV_SKIP : EV_NOTE;
+  int navail = 0, any = 0;
+  for (int a = 0; a < r->nalloc; a++) navail += r->allocs[a].available;
+  for (int j = 0; j < r->njob; j++)
+    for (int a = 0; a < r->nalloc; a++) {
+      int nfail = 0, nruns = 0;
+      const char *first = NULL;
+      for (size_t i = 0; i < r->nevent; i++) {
+        const event *e = &r->events[i];
+        if (e->job != j || e->alloc != a || e->kind != EV_FAIL) continue;
+        if (!first) first = e->text;
+        nfail++;
+      }
+      if (!nfail) continue;
+      for (size_t i = 0; i < r->nsample; i++)
+        if (r->samples[i].job == j && r->samples[i].alloc == a && r->samples[i].run + 1 > nruns)
+          nruns = r->samples[i].run + 1;
+      if (!any) fputs("| benchmark | allocator | what | detail |\n|---|---|---|---|\n", f);
+      any = 1;
+      fprintf(f, "| %s | %s | **FAIL** | ", r->jobs[j].name, r->allocs[a].name);
+      cell_text_md(f, first);
+      fprintf(f, " (%d failed run%s) |\n", nfail, nfail == 1 ? "" : "s");
+    }
+  for (int pass = 0; pass < 2; pass++) {
+    event_kind k = pass == 0 ? EV_SKIP : EV_NOTE;
     for (size_t i = 0; i < r->nevent; i++) {
       const event *e = &r->events[i];
       if (e->kind != k) continue;
-      /* one line per (job, alloc, kind, text) */
       int dup = 0;
       for (size_t m = 0; m < i && !dup; m++) {
         const event *d = &r->events[m];
-        dup = d->kind == k && d->job == e->job && d->alloc == e->alloc && !strcmp(d->text, e->text);
+        dup = d->kind == k && d->job == e->job && !strcmp(d->text, e->text);
       }
       if (dup) continue;
+      /* which allocators printed this text for this benchmark */
+      int *has = calloc((size_t)r->nalloc, sizeof *has), nhas = 0;
+      for (size_t m = i; m < r->nevent; m++) {
+        const event *d = &r->events[m];
+        if (d->kind == k && d->job == e->job && !strcmp(d->text, e->text) && !has[d->alloc]) {
+          has[d->alloc] = 1;
+          nhas++;
+        }
+      }
       if (!any) fputs("| benchmark | allocator | what | detail |\n|---|---|---|---|\n", f);
       any = 1;
-      fprintf(f, "| %s | %s | %s | ", r->jobs[e->job].name, r->allocs[e->alloc].name,
-              k == EV_FAIL ? "**FAIL**" : k == EV_SKIP ? "skipped" : "note");
-      for (const char *c = e->text; *c; c++) {
-        if (*c == '|') fputs("\\|", f);
-        else fputc(*c, f);
+      fprintf(f, "| %s | ", r->jobs[e->job].name);
+      if (nhas == navail && navail > 1) fputs("all", f);
+      else {
+        int first = 1;
+        for (int a = 0; a < r->nalloc; a++)
+          if (has[a]) {
+            fprintf(f, "%s%s", first ? "" : ", ", r->allocs[a].name);
+            first = 0;
+          }
       }
-      if (k == EV_FAIL) fprintf(f, " (run %d)", e->run + 1);
+      fprintf(f, " | %s | ", k == EV_SKIP ? "skipped" : "note");
+      cell_text_md(f, e->text);
       fputs(" |\n", f);
+      free(has);
     }
   }
   if (!any) fputs("None.\n", f);

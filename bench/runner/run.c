@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -192,8 +193,12 @@ run_outcome run_one(results *r, int j, int a, int run, int timeout_s) {
   for (int i = 0; i < 2; i++)
     if (pf[i].fd >= 0) close(pf[i].fd);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  struct rusage ru;
+  memset(&ru, 0, sizeof ru);
+  while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
   }
+  o.cpu_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+            ru.ru_stime.tv_usec / 1e6;
   o.wall_s = now_s() - t0;
   free_child_env(env, al->path != NULL);
 

@@ -104,6 +104,7 @@ typedef struct {
   int status;          /* CELL_OK, CELL_FAIL, CELL_SKIP */
   char why[512];       /* FAIL/skip reason */
   double wall_s;
+  double cpu_s; /* user + system time of the child */
 } run_outcome;
 
 /* Run one measurement: job j under allocator a, run index `run`; parsed

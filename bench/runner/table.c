@@ -343,7 +343,7 @@ void table_benchstat(FILE *f, const results *r, const series *s, int ns) {
         const series *x = &s[m];
         int na, nb, oka, okb;
         double ca = series_center(r, x, base, &na), cb = series_center(r, x, b, &nb);
-        double ref = na ? ca : cb;
+        double ref = (na && ca != 0) ? ca : cb;
         c0[nr] = xstrdup(x->metric);
         c1[nr] = cell_text(r, x, base, ref, &oka);
         c2[nr] = cell_text(r, x, b, ref, &okb);
