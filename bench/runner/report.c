@@ -104,9 +104,15 @@ int report_write(const results *r, const char *dir, int print_tables) {
   fprintf(f, "- started: %s\n", r->started ? r->started : "?");
   fprintf(f, "- machine: %s\n", r->host ? r->host : "?");
   fprintf(f, "- command: `%s`\n", r->command ? r->command : "?");
-  fprintf(f, "- runs: %d fresh process(es) per benchmark per allocator, allocators interleaved "
-             "(run 1 of every allocator, then run 2, ...)\n",
-          r->runs);
+  if (r->budget > 0)
+    fprintf(f, "- runs: 1 to %d fresh processes per benchmark per allocator, as many as fitted a "
+               "%.0f s time budget (the n in each `(p=… n=…+…)` says how many); allocators "
+               "interleaved (run 1 of every allocator, then run 2, ...)\n",
+            r->runs, r->budget);
+  else
+    fprintf(f, "- runs: %d fresh process(es) per benchmark per allocator, allocators interleaved "
+               "(run 1 of every allocator, then run 2, ...)\n",
+            r->runs);
   fprintf(f, "- summary: %s\n",
           r->median ? "median ± 95% confidence interval of the median, all runs"
                     : "mean ± largest deviation of a run from the mean, after Tukey outlier "

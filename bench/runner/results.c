@@ -166,7 +166,8 @@ int results_save(const results *r, const char *path) {
   FILE *f = fopen(tmp, "w");
   if (!f) return -1;
   fprintf(f, "# lithe-bench results v1 (see docs/runner.md)\n");
-  fprintf(f, "meta\truns\t%d\nmeta\tquick\t%d\nmeta\tmedian\t%d\n", r->runs, r->quick, r->median);
+  fprintf(f, "meta\truns\t%d\nmeta\tquick\t%d\nmeta\tmedian\t%d\nmeta\tbudget\t%g\n", r->runs,
+          r->quick, r->median, r->budget);
   fputs("meta\tcommand\t", f);
   put_field(f, r->command);
   fputs("\nmeta\tstarted\t", f);
@@ -263,6 +264,7 @@ int results_load(results *r, const char *path) {
     if (!strcmp(fl[0], "meta") && n >= 3) {
       if (!strcmp(fl[1], "runs")) r->runs = atoi(fl[2]);
       else if (!strcmp(fl[1], "quick")) r->quick = atoi(fl[2]);
+      else if (!strcmp(fl[1], "budget")) r->budget = atof(fl[2]);
       else if (!strcmp(fl[1], "median")) { /* the flag given now wins */ }
       else if (!strcmp(fl[1], "command")) r->command = xstrdup(fl[2]);
       else if (!strcmp(fl[1], "started")) r->started = xstrdup(fl[2]);

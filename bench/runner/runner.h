@@ -67,6 +67,7 @@ typedef struct {
   event *events;
   size_t nevent, capevent;
   int runs, quick, median;
+  double budget;   /* >0: runs were limited by this time budget (s) */
   char *command;   /* the command line, for the report */
   char *started;   /* UTC time stamp */
   char *host;      /* machine summary line */
