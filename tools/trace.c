@@ -472,7 +472,9 @@ __attribute__((constructor)) static void trace_init(void) {
   if (!path || !*path) return;
   g_pid = getpid();
   const char *parent = getenv("LITHE_TRACE_PARENT");
-  bool child = parent && *parent;
+  /* a descendant that exec'd writes <path>.<pid>; the root process, also after
+     it exec'd itself (env PROG: same pid), writes <path> */
+  bool child = parent && *parent && strtoul(parent, NULL, 10) != (unsigned long)g_pid;
   if (child) {
     const char *c = getenv("LITHE_TRACE_CHILDREN");
     if (c && c[0] == '0') return;
