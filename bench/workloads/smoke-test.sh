@@ -9,6 +9,10 @@ set -u
 BUILD=${1:-$(cd "$(dirname "$0")/../.." && pwd)/build}
 PRELOAD=${2:-}
 fail=0
+# a hang is a failure too: every program gets at most TIMEOUT seconds
+TIMEOUT=${TIMEOUT:-120}
+to=""
+command -v timeout >/dev/null 2>&1 && to="timeout $TIMEOUT"
 num='[0-9]+(\.[0-9]+)?'
 
 # check NAME REGEX CMD... : run CMD, require rc 0 and a line matching REGEX
@@ -16,13 +20,14 @@ check() {
   name=$1 re=$2
   shift 2
   if [ -n "$PRELOAD" ]; then
-    out=$(LD_PRELOAD=$PRELOAD "$@" 2>&1)
+    out=$($to env LD_PRELOAD="$PRELOAD" "$@" 2>&1)
   else
-    out=$("$@" 2>&1)
+    out=$($to "$@" 2>&1)
   fi
   rc=$?
   if [ $rc -ne 0 ]; then
-    echo "FAIL $name: exit $rc"; echo "$out" | tail -n 5; fail=1; return
+    [ $rc -eq 124 ] && echo "FAIL $name: timed out after ${TIMEOUT}s" || echo "FAIL $name: exit $rc"
+    echo "$out" | tail -n 5; fail=1; return
   fi
   if echo "$out" | grep -q '^# skip:'; then
     echo "skip $name: $(echo "$out" | grep '^# skip:')"; return
