@@ -44,6 +44,7 @@
 #define STARTUP_FACTOR 4     /* startup is one sample per (cheap) process */
 #define DEFAULT_BENCHTIME "0.1"
 #define DEFAULT_TIMEOUT 600
+#define QUICK_TIMEOUT 60     /* --quick: the whole suite should take under a minute */
 
 static const char *mallocbench_names[] = {"churn",    "list_allocate",    "tree_allocate",
                                           "tree_churn", "fragment",       "fragment_iterate",
@@ -70,11 +71,13 @@ static void usage(FILE *f) {
           "  --traces DIR       where *.ltrace.xz live (default bench/traces of the source tree)\n"
           "  --bin-dir DIR      where the benchmark programs are (default: next to lithe-bench)\n"
           "  --median           summarise with median ± 95%% CI instead of mean ± spread\n"
-          "  --timeout S        kill a benchmark process after S seconds (FAIL; default %d)\n"
+          "  --timeout S        kill a benchmark process after S seconds (FAIL; default %d,\n"
+          "                     with --quick %d)\n"
           "  --report DIR       do not run: re-read DIR/results.tsv and write the report\n"
           "  --check            exit 1 unless every selected benchmark produced figures\n"
           "  --list             print the benchmark list and exit\n",
-          STARTUP_FACTOR, DEFAULT_RUNS, DEFAULT_BUDGET, DEFAULT_INNER_RUNS, DEFAULT_BENCHTIME, DEFAULT_TIMEOUT);
+          STARTUP_FACTOR, DEFAULT_RUNS, DEFAULT_BUDGET, DEFAULT_INNER_RUNS, DEFAULT_BENCHTIME, DEFAULT_TIMEOUT,
+          QUICK_TIMEOUT);
 }
 
 static int file_exists(const char *p) {
@@ -445,7 +448,7 @@ int main(int argc, char **argv) {
   list_opts lo = {.runs = DEFAULT_RUNS, .inner_runs = DEFAULT_INNER_RUNS,
                   .benchtime = DEFAULT_BENCHTIME};
   const char *only = NULL, *out = NULL, *report_dir = NULL;
-  int runs_given = 0, timeout = DEFAULT_TIMEOUT, do_check = 0, do_list = 0;
+  int runs_given = 0, timeout = 0, do_check = 0, do_list = 0;
   double budget = DEFAULT_BUDGET;
   char **names = NULL;
   int nnames = 0;
@@ -517,6 +520,7 @@ int main(int argc, char **argv) {
   }
   if (lo.quick && !runs_given) lo.runs = 1;
   if (lo.quick || runs_given) budget = 0; /* a fixed number of runs */
+  if (timeout <= 0) timeout = lo.quick ? QUICK_TIMEOUT : DEFAULT_TIMEOUT;
   if (lo.runs < 1 || lo.inner_runs < 1) {
     fprintf(stderr, "lithe-bench: --runs and --inner-runs must be at least 1\n");
     return 2;
@@ -634,6 +638,7 @@ int main(int argc, char **argv) {
   int done = 0;
   double wall_total = 0, cpu_total = 0;
   struct timespec ts0, ts1;
+  run_install_signal_handlers();
   clock_gettime(CLOCK_MONOTONIC, &ts0);
   double t_start = now_seconds();
   for (int j = 0; j < r.njob; j++) {

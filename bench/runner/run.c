@@ -27,6 +27,21 @@
 
 extern char **environ;
 
+/* the benchmark process running now: stopped with us on SIGINT/SIGTERM/SIGHUP */
+static volatile sig_atomic_t current_child;
+
+static void on_signal(int sig) {
+  if (current_child > 0) kill(-(pid_t)current_child, SIGKILL);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+void run_install_signal_handlers(void) {
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  signal(SIGHUP, on_signal);
+}
+
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -155,6 +170,7 @@ run_outcome run_one(results *r, int j, int a, int run, int timeout_s) {
     _exit(127);
   }
   setpgid(pid, pid);
+  current_child = pid;
   close(outp[1]);
   close(errp[1]);
 
@@ -197,6 +213,7 @@ run_outcome run_one(results *r, int j, int a, int run, int timeout_s) {
   memset(&ru, 0, sizeof ru);
   while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
   }
+  current_child = 0;
   o.cpu_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
             ru.ru_stime.tv_usec / 1e6;
   o.wall_s = now_s() - t0;

@@ -111,6 +111,8 @@ typedef struct {
 /* Run one measurement: job j under allocator a, run index `run`; parsed
  * lines go into r. timeout_s: kill the child after that long (FAIL). */
 run_outcome run_one(results *r, int j, int a, int run, int timeout_s);
+/* On SIGINT/SIGTERM/SIGHUP, kill the running benchmark process too. */
+void run_install_signal_handlers(void);
 
 /* Parse one line of program output into r (exposed for tests/reload). */
 void run_parse_line(results *r, int j, int a, int run, const char *line, int *nbench,
