@@ -652,6 +652,7 @@ int main(int argc, char **argv) {
     fflush(stderr);
     double t_job = now_seconds();
     int rounds = jb->runs;
+    int *timed_out = calloc((size_t)r.nalloc, sizeof *timed_out);
     /* interleave: run 1 of A B C, run 2 of A B C, ... so drift hits all */
     for (int run = 0; run < rounds; run++) {
       for (int a = 0; a < r.nalloc; a++) {
@@ -659,7 +660,10 @@ int main(int argc, char **argv) {
         /* a benchmark that skips under an allocator is not retried */
         const char *why;
         if (run > 0 && results_cell_status(&r, j, a, &why) == CELL_SKIP) continue;
+        /* nor one that hung: another --timeout would buy nothing */
+        if (timed_out[a]) continue;
         run_outcome o = run_one(&r, j, a, run, timeout);
+        timed_out[a] = o.timed_out;
         wall_total += o.wall_s;
         cpu_total += o.cpu_s;
       }
@@ -673,6 +677,7 @@ int main(int argc, char **argv) {
         if (fit < rounds) rounds = fit < 1 ? 1 : fit;
       }
     }
+    free(timed_out);
     progress_summary(&r, j);
     if (results_save(&r, tsv) != 0)
       fprintf(stderr, "lithe-bench: cannot write %s: %s\n", tsv, strerror(errno));

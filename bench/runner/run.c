@@ -230,6 +230,7 @@ run_outcome run_one(results *r, int j, int a, int run, int timeout_s) {
   char errline[300];
   last_line(err, errline, sizeof errline);
 
+  o.timed_out = timed_out;
   if (timed_out) {
     o.status = CELL_FAIL;
     snprintf(o.why, sizeof o.why, "timed out after %d s", timeout_s);

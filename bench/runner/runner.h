@@ -106,6 +106,7 @@ typedef struct {
   char why[512];       /* FAIL/skip reason */
   double wall_s;
   double cpu_s; /* user + system time of the child */
+  int timed_out;
 } run_outcome;
 
 /* Run one measurement: job j under allocator a, run index `run`; parsed

@@ -2,12 +2,13 @@
 # check what the report says. Expected (see the scripts): under the fake
 # allocator `alt` every time is about half (so 3+3 runs, fully separated,
 # give p=0.100, and 5+5 give p=0.008), `fragment` crashes (FAIL),
-# `medium` and `fastpath` exit non-zero (FAIL), `message_many` skips,
+# `medium` and `fastpath` exit non-zero (FAIL), `big_parallel` hangs and is
+# killed at --timeout 3 (FAIL, not retried), `message_many` skips,
 # bench-commit is not there (missing), the NAME=PATH allocator `nosuch`
 # does not exist (reported, skipped); one trace replay (demo).
 file(REMOVE_RECURSE "${OUT}")
 execute_process(COMMAND "${RUNNER}" --bin-dir "${TESTDATA}/fakebin" --traces "${TESTDATA}/traces"
-                        --runs 5 --out "${OUT}" glibc alt=${FAKELIB} nosuch=/nonexistent/libnosuch.so
+                        --runs 5 --timeout 3 --out "${OUT}" glibc alt=${FAKELIB} nosuch=/nonexistent/libnosuch.so
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "lithe-bench failed (exit ${rc}):\n${out}\n${err}")
@@ -29,6 +30,7 @@ set(expect
   "| fragment | alt | **FAIL** | killed by signal 11 (Segmentation fault) (5 failed runs)"
   "| medium | alt | **FAIL** | exit status 3: fake failure"
   "| fastpath | alt | **FAIL** | exit status 2"
+  "| big_parallel | alt | **FAIL** | timed out after 3 s (1 failed run)"
   "| message_many | all | skipped | needs at least 2 CPUs (fake)"
   "| churn | all | note | scavenge: malloc_trim"
   "<geometric mean>"
