@@ -140,6 +140,7 @@ struct trace {
   uint64_t peak_live, end_live;          /* in record order */
   uint64_t peak_live_min, end_live_min;  /* same, objects >= verify_min_size only */
   uint64_t ops_min;                      /* records touching objects >= min size */
+  uint64_t cross;                        /* frees/reallocs of another thread's object */
   uint64_t opcount[LTR_NOPS];
   uint64_t bk_bytes;
 };
@@ -235,9 +236,10 @@ static void decode(struct blob b, struct trace *t, bool serial, uint64_t limit, 
 
   /* temporaries: obj_slot[record] and alive bitmap (record -> object still live) */
   uint32_t *obj_slot = bk_alloc(t->nrec * sizeof(uint32_t) + 8);
+  uint16_t *obj_thr = bk_alloc(t->nrec * sizeof(uint16_t) + 8);
   uint64_t *alive = bk_alloc((t->nrec / 64 + 1) * 8);
   uint64_t *cnt = bk_alloc(nthr_rec * sizeof(uint64_t));
-  t->bk_bytes += t->nrec * 4 + t->nrec / 8 + nthr_rec * 8;
+  t->bk_bytes += t->nrec * 6 + t->nrec / 8 + nthr_rec * 8;
 
   /* pass 1: validate the whole payload, count records per replay thread */
   size_t at = 0;
@@ -288,6 +290,7 @@ static void decode(struct blob b, struct trace *t, bool serial, uint64_t limit, 
       uint64_t ref = i - r.back;
       uint32_t s = obj_slot[ref];
       o->slot = s; o->wait = ref + 1;
+      if (obj_thr[ref] != r.tid) t->cross++;
       old = slot_size[s];
       live -= old;
       if (old >= min_size) { live_min -= old; counted = true; }
@@ -300,6 +303,7 @@ static void decode(struct blob b, struct trace *t, bool serial, uint64_t limit, 
       o->slot = s; obj_slot[i] = s;
     }
     if (r.op != LTR_FREE) {
+      obj_thr[i] = (uint16_t)r.tid;
       slot_size[o->slot] = r.size;
       live += r.size;
       if (r.size >= min_size) { live_min += r.size; counted = true; }
@@ -527,9 +531,10 @@ int main(int argc, char **argv) {
 
   if (info) {
     printf("trace %s: version %u, %" PRIu64 " records, %u threads, pid %u, payload %" PRIu64
-           " bytes, peak live %" PRIu64 " bytes, live at end %" PRIu64 " bytes, slots %" PRIu64 "\n",
+           " bytes, peak live %" PRIu64 " bytes, live at end %" PRIu64 " bytes, slots %" PRIu64
+           ", cross-thread frees/reallocs %" PRIu64 "\n",
            name, t->h.version, t->h.record_count, t->h.thread_count, t->h.pid, t->h.payload_bytes,
-           t->peak_live, t->end_live, t->nslots);
+           t->peak_live, t->end_live, t->nslots, t->cross);
     for (int op = 1; op < LTR_NOPS; op++)
       if (t->opcount[op]) printf("  %-15s %" PRIu64 "\n", ltr_op_names[op], t->opcount[op]);
     return 0;
@@ -588,8 +593,8 @@ int main(int argc, char **argv) {
   if (verify) {
     uint64_t done = 0, waits = 0;
     for (unsigned i = 0; i < nth; i++) { done += ctx[i].done; waits += ctx[i].waits; }
-    printf("# verify: records %" PRIu64 " replayed %" PRIu64 " threads %u cross-thread-waits %" PRIu64 "\n",
-           t->h.record_count, done, nth, waits);
+    printf("# verify: records %" PRIu64 " replayed %" PRIu64 " threads %u cross-thread-ops %" PRIu64
+           " cross-thread-waits %" PRIu64 "\n", t->h.record_count, done, nth, t->cross, waits);
     printf("# verify: peak-live-bytes %" PRIu64 " end-live-bytes %" PRIu64 " replay-end-live-bytes %"
            PRIu64 " replay-end-live-objects %" PRIu64 "\n",
            t->peak_live, t->end_live, live_before_leftovers, objs);

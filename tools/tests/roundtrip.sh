@@ -19,6 +19,8 @@ for mode in --threads --serial; do
   rec=$(echo "$out" | sed -n 's/^# verify: records \([0-9]*\) replayed \([0-9]*\).*/\1 \2/p')
   read -r nrec nrep <<<"$rec"
   [ -n "$nrec" ] && [ "$nrec" = "$nrep" ] || { echo "FAIL: $mode: replayed $nrep of $nrec records"; fail=1; }
+  cross=$(echo "$out" | sed -n 's/^# verify: .* cross-thread-ops \([0-9]*\) .*/\1/p')
+  [ "${cross:-0}" -gt 0 ] || { echo "FAIL: $mode: no cross-thread frees in the trace"; fail=1; }
   line=$(echo "$out" | grep '^# verify: min-size 5000 ')
   got_ops=$(echo "$line" | sed -n 's/.* ops \([0-9]*\) .*/\1/p')
   got_peak=$(echo "$line" | sed -n 's/.* ops [0-9]* peak-live-bytes \([0-9]*\) .*/\1/p')
