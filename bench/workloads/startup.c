@@ -51,7 +51,7 @@ static void *thread_main(void *arg) {
   uint64_t t0 = bench_ticks();
   void *p = malloc(1);
   *(volatile char *)p = 1;
-  g_sink = p;
+  __atomic_store_n(&g_sink, p, __ATOMIC_RELAXED);
   free(p);
   uint64_t t1 = bench_ticks();
   g_own[idx] = t1 - t0;
