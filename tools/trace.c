@@ -491,7 +491,15 @@ __attribute__((constructor)) static void trace_init(void) {
     const char *c = getenv("LITHE_TRACE_CHILDREN");
     if (c && c[0] == '0') return;
   }
-  size_t at = str_cat(g_out_path, sizeof g_out_path, 0, path);
+  /* make the paths absolute now: the program may chdir() before it exits */
+  size_t at = 0;
+  if (path[0] != '/' && getcwd(g_out_path, sizeof g_out_path - 2)) {
+    at = strlen(g_out_path);
+    at = str_cat(g_out_path, sizeof g_out_path, at, "/");
+  }
+  at = str_cat(g_out_path, sizeof g_out_path, at, path);
+  char base[sizeof g_out_path];
+  memcpy(base, g_out_path, at + 1);
   if (child) {
     at = str_cat(g_out_path, sizeof g_out_path, at, ".");
     num_cat(g_out_path, sizeof g_out_path, at, (unsigned long)g_pid);
@@ -501,7 +509,7 @@ __attribute__((constructor)) static void trace_init(void) {
     num_cat(pidbuf, sizeof pidbuf, 0, (unsigned long)g_pid);
     setenv("LITHE_TRACE_PARENT", pidbuf, 1);
   }
-  at = str_cat(g_spool_path, sizeof g_spool_path, 0, path);
+  at = str_cat(g_spool_path, sizeof g_spool_path, 0, base);
   at = str_cat(g_spool_path, sizeof g_spool_path, at, ".spool.");
   num_cat(g_spool_path, sizeof g_spool_path, at, (unsigned long)g_pid);
   g_spool_fd = open(g_spool_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
