@@ -12,7 +12,9 @@
  *                           single-consumer ring to a second thread, which
  *                           reads the byte and frees it (a remote free).
  * Each figure is the median of R runs (default 5, --quick 3) of N pairs;
- * ns/op = wall time of the run / N. The ring and the batch array are static
+ * ns/op = wall time of the run / N. N grows from 1,000 until one run lasts
+ * about 50 ms (--quick 5 ms), capped at 2,000,000 local/batch and 100,000
+ * remote (--quick 100,000 / 20,000); --n fixes it. The ring and the batch array are static
  * memory, not heap.
  */
 #define _GNU_SOURCE
@@ -111,10 +113,31 @@ static int cmp_u64(const void *a, const void *b) {
 
 typedef uint64_t (*runner_fn)(size_t, long);
 
-static void measure(const char *kind, runner_fn fn, size_t size, long n, int runs) {
+static uint64_t g_target_ns; /* a run should last about this long */
+static long g_fixed_n;       /* --n: no calibration */
+
+/* Pick N (a multiple of 100, at most cap): grow from 1,000 until one run
+ * lasts g_target_ns. The calibration runs double as the warm-up. */
+static long calibrate(runner_fn fn, size_t size, long cap) {
+  if (g_fixed_n > 0) {
+    fn(size, g_fixed_n / 10 > 100 ? g_fixed_n / 10 / 100 * 100 : 100); /* warm-up */
+    return g_fixed_n;
+  }
+  long n = 1000;
+  for (;;) {
+    uint64_t t = fn(size, n);
+    if (t >= g_target_ns || n >= cap) return n;
+    double next = t > 0 ? (double)n * (double)g_target_ns * 1.2 / (double)t : (double)n * 100;
+    if (next > (double)n * 100) next = (double)n * 100;
+    if (next < (double)n * 2) next = (double)n * 2;
+    n = next > (double)cap ? cap : ((long)next + 99) / 100 * 100;
+  }
+}
+
+static void measure(const char *kind, runner_fn fn, size_t size, long cap, int runs) {
   uint64_t t[64];
   if (runs > 64) runs = 64;
-  fn(size, n / 10 > 0 ? n / 10 : 1); /* warm-up */
+  long n = calibrate(fn, size, cap);
   for (int r = 0; r < runs; r++) t[r] = fn(size, n);
   qsort(t, (size_t)runs, sizeof t[0], cmp_u64);
   double med = runs % 2 ? (double)t[runs / 2] : ((double)t[runs / 2 - 1] + (double)t[runs / 2]) / 2;
@@ -144,14 +167,18 @@ int main(int argc, char **argv) {
     else bench_die("usage: bench-fastpath [--quick] [--runs R] [--n N] [--sizes 16,64,...]");
   }
   if (runs <= 0) runs = quick ? 3 : 5;
-  long n_local = n > 0 ? n : quick ? 100000 : 2000000;
-  long n_remote = n > 0 ? n : quick ? 20000 : 100000;
-  n_local = n_local / 100 * 100; /* the batch variant works in hundreds */
-  if (n_local < 100) n_local = 100;
+  long n_local = quick ? 100000 : 2000000; /* caps on N */
+  long n_remote = quick ? 20000 : 100000;
+  g_target_ns = quick ? 5000000 : 50000000; /* 5 ms / 50 ms per run */
+  if (n > 0) g_fixed_n = n < 100 ? 100 : n / 100 * 100; /* batch works in hundreds */
   static char outbuf[8192];
   setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
-  printf("# note: median of %d runs; %ld pairs local/batch, %ld pairs remote\n", runs, n_local,
-         n_remote);
+  if (g_fixed_n)
+    printf("# note: median of %d runs of %ld pairs\n", runs, g_fixed_n);
+  else
+    printf("# note: median of %d runs; N pairs chosen for ~%.0f ms per run, at most %ld "
+           "local/batch and %ld remote\n",
+           runs, (double)g_target_ns / 1e6, n_local, n_remote);
   for (int s = 0; s < nsizes; s++) measure("", run_local, sizes[s], n_local, runs);
   for (int s = 0; s < nsizes; s++) measure("batch_", run_batch, sizes[s], n_local, runs);
   for (int s = 0; s < nsizes; s++) measure("remote_", run_remote, sizes[s], n_remote, runs);
