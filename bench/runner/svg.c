@@ -182,9 +182,13 @@ static int bar_chart(const results *r, const series *s, int ns, const char *unit
 
   /* axis ticks */
   int ybot = top + groupsh;
+  int lastx = cx; /* distance of the last tick drawn from the centre line */
   for (int i = -1; i < 7; i++) {
     double fct = i < 0 ? 1.0 : nice[i];
     if (log2(fct) > ext + 1e-9) break;
+    int dx = (int)lround(log2(fct) / ext * half);
+    if (i >= 0 && dx - (lastx - cx) < 38) continue; /* too close to the previous tick */
+    lastx = cx + dx;
     for (int sgn = (i < 0 ? 1 : -1); sgn <= 1; sgn += 2) {
       double lg = sgn * log2(fct);
       int x = cx + (int)lround(lg / ext * half);
@@ -256,8 +260,12 @@ static int bar_chart(const results *r, const series *s, int ns, const char *unit
       if (w < 1) w = 1;
       double p = pvalue(r, x, base, a);
       int faded = !(p >= 0 && p < STATS_ALPHA);
-      fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"%s>", x0, ry + 1,
-              w, rowh - 3, col, faded ? " fill-opacity=\"0.35\"" : "");
+      if (faded)
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" fill-opacity=\"0.3\" stroke=\"%s\" stroke-width=\"1\">",
+                x0, ry + 1, w, rowh - 3, col, col);
+      else
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\">", x0, ry + 1, w,
+                rowh - 3, col);
       fprintf(f, "<title>%s %s: %.4g (%.3fx", r->allocs[a].name, x->metric, v, ratio);
       if (p >= 0) fprintf(f, ", p=%.3f", p);
       fputs(")</title></rect>\n", f);

@@ -155,10 +155,10 @@ void table_mallocbench(FILE *f, const results *r, const series *s, int ns) {
     int first = nrows;
     rows = realloc(rows, sizeof *rows * (size_t)(nrows + 1));
     rows[nrows++] = (mrow){xstrdup(titles[u]), NULL, NULL};
-    /* per-row centres for the means, only rows complete in every column */
+    /* per-row centres for the means (0 = no value) */
     double **cent = calloc((size_t)na, sizeof *cent);
     for (int a = 0; a < na; a++) cent[a] = calloc((size_t)r->njob + 1, sizeof(double));
-    int ncomplete = 0, nbench = 0;
+    int nbench = 0;
     for (int j = 0; j < r->njob; j++) {
       if (!in_mallocbench_table(&r->jobs[j]) || r->jobs[j].missing) continue;
       nbench++;
@@ -171,7 +171,6 @@ void table_mallocbench(FILE *f, const results *r, const series *s, int ns) {
       mrow row = {xstrdup(r->jobs[j].name), calloc((size_t)na, sizeof(char *)),
                   calloc((size_t)na, sizeof(char *))};
       double bc = 0;
-      int complete = 1;
       double *rowc = calloc((size_t)na, sizeof *rowc);
       for (int a = 0; a < na; a++) {
         char v[128] = "", c[128] = "";
@@ -182,17 +181,13 @@ void table_mallocbench(FILE *f, const results *r, const series *s, int ns) {
         if (!r->allocs[a].available) {
         } else if (st == CELL_FAIL) {
           snprintf(v, sizeof v, "FAIL");
-          complete = 0;
         } else if (st == CELL_SKIP) {
           snprintf(v, sizeof v, "skipped");
-          complete = 0;
         } else if (n == 0) {
           snprintf(v, sizeof v, "-");
-          complete = 0;
         } else {
           fmt_value(v, sizeof v, cv, is_time);
           rowc[a] = cv;
-          if (cv <= 0) complete = 0;
           any = 1;
         }
         if (a == base) bc = (st == CELL_OK && n) ? cv : 0;
@@ -214,10 +209,7 @@ void table_mallocbench(FILE *f, const results *r, const series *s, int ns) {
         row.val[a] = xstrdup(v);
         row.cmp[a] = xstrdup(c);
       }
-      if (complete) {
-        for (int a = 0; a < na; a++) cent[a][ncomplete] = rowc[a];
-        ncomplete++;
-      }
+      for (int a = 0; a < na; a++) cent[a][nbench - 1] = rowc[a] > 0 ? rowc[a] : 0;
       free(rowc);
       rows = realloc(rows, sizeof *rows * (size_t)(nrows + 1));
       rows[nrows++] = row;
@@ -228,35 +220,63 @@ void table_mallocbench(FILE *f, const results *r, const series *s, int ns) {
       rows = realloc(rows, sizeof *rows * (size_t)(nrows + 6));
       rows[nrows++] = (mrow){NULL, NULL, NULL};
       static const char *mn[] = {"<geometric mean>", "<arithmetic mean>", "<harmonic mean>"};
+      /* The baseline's mean is over every benchmark it has a value for;
+       * each other column's mean, and its comparison, over the benchmarks
+       * it shares with the baseline (so one allocator that FAILs a lot
+       * does not shrink everybody's set, and each ratio compares like
+       * with like). */
+      double *x = calloc((size_t)nbench + 1, sizeof *x), *y = calloc((size_t)nbench + 1, sizeof *y);
+      int *shared = calloc((size_t)na, sizeof *shared), differ = 0;
       for (int m = 0; m < 3; m++) {
         mrow row = {xstrdup(mn[m]), calloc((size_t)na, sizeof(char *)),
                     calloc((size_t)na, sizeof(char *))};
-        double bm = 0;
         for (int a = 0; a < na; a++) {
           char v[128] = "", c[128] = "";
-          int used = 0;
-          double mv = 0;
-          if (r->allocs[a].available && ncomplete > 0) {
-            mv = m == 0   ? stats_geomean(cent[a], ncomplete, &used)
-                 : m == 1 ? stats_arithmean(cent[a], ncomplete, &used)
-                          : stats_harmmean(cent[a], ncomplete, &used);
-            fmt_value(v, sizeof v, mv, is_time);
+          int k = 0;
+          for (int i = 0; i < nbench; i++)
+            if (cent[base][i] > 0 && (a == base || cent[a][i] > 0)) {
+              x[k] = cent[base][i];
+              y[k] = cent[a][i];
+              k++;
+            }
+          shared[a] = k;
+          if (r->allocs[a].available && k > 0) {
+            double my = m == 0 ? stats_geomean(y, k, NULL)
+                        : m == 1 ? stats_arithmean(y, k, NULL) : stats_harmmean(y, k, NULL);
+            double mx = m == 0 ? stats_geomean(x, k, NULL)
+                        : m == 1 ? stats_arithmean(x, k, NULL) : stats_harmmean(x, k, NULL);
+            fmt_value(v, sizeof v, my, is_time);
+            if (a != base) compare_cell(c, sizeof c, mx, my, is_time, NULL);
           } else if (r->allocs[a].available) {
             snprintf(v, sizeof v, "-");
           }
-          if (a == base) bm = mv;
-          else compare_cell(c, sizeof c, bm, mv, is_time, NULL);
           row.val[a] = xstrdup(v);
           row.cmp[a] = xstrdup(c);
         }
         rows[nrows++] = row;
       }
-      if (ncomplete < nbench) {
-        char *note = xasprintf("    (means over %d of %d benchmarks; %d excluded: FAIL, skipped,"
-                               " missing or zero in some column)",
-                               ncomplete, nbench, nbench - ncomplete);
-        rows[nrows++] = (mrow){note, NULL, NULL};
+      for (int a = 0; a < na; a++)
+        if (r->allocs[a].available && shared[a] != nbench) differ = 1;
+      if (differ) {
+        char buf[1024];
+        int off = snprintf(buf, sizeof buf, "    (means: %s over %d of %d benchmarks",
+                           r->allocs[base].name, shared[base], nbench);
+        int others = 0;
+        for (int a = 0; a < na; a++) {
+          if (a == base || !r->allocs[a].available) continue;
+          if (off < (int)sizeof buf)
+            off += snprintf(buf + off, sizeof buf - (size_t)off, "%s%s %d", others ? ", " : "; shared with it: ",
+                            r->allocs[a].name, shared[a]);
+          others++;
+        }
+        if (off < (int)sizeof buf)
+          snprintf(buf + off, sizeof buf - (size_t)off, "%s)",
+                   others ? "; each ratio is taken over the shared ones" : "");
+        rows[nrows++] = (mrow){xstrdup(buf), NULL, NULL};
       }
+      free(x);
+      free(y);
+      free(shared);
       rows[nrows++] = (mrow){NULL, NULL, NULL};
     }
     for (int a = 0; a < na; a++) free(cent[a]);
