@@ -4,6 +4,7 @@
  *   bench-mallocbench --benchmark NAME [--parallel] [--runs N] [--threads N]
  *       [--heap MB] [--no-warmup] [--quick] [--memory-warning]
  *       [--format=gobench] [--peak-per-run] [--settle] [--libc-random]
+ *       [--scale F]
  *
  * Workload objects go through malloc/free (that is what is measured);
  * harness state (thread pool, queues, balloon tables) lives in static memory,
@@ -53,7 +54,19 @@ static inline unsigned long rng_next(rng_t *r) {
   return (unsigned long)(bench_rng_next(&r->s) >> 33); /* 31 bits like random() */
 }
 
-static long qdiv(long v, long d) { /* shrink for --quick, at least 1 */
+static double g_scale = 1.0; /* --scale F: the work amount times F */
+
+/* The work amount of a workload (rounds, passes, iterations, messages):
+ * divided by d for --quick, times --scale, at least 1. */
+static long qwork(long v, long d) {
+  double x = (double)v;
+  if (g_quick) x /= (double)d;
+  x *= g_scale;
+  long r = (long)(x + 0.5);
+  return r > 0 ? r : 1;
+}
+
+static long qdiv(long v, long d) { /* other sizes: shrink for --quick, at least 1 */
   if (!g_quick) return v;
   v /= d;
   return v > 0 ? v : 1;
@@ -65,7 +78,7 @@ static long qdiv(long v, long d) { /* shrink for --quick, at least 1 */
 static void w_churn(int tid, int P) {
   (void)tid;
   long n = 7000000L / P;
-  n = qdiv(n, 64);
+  n = qwork(n, 64);
   double *acc = bench_alloc(sizeof(double));
   *acc = 0;
   for (long i = 0; i < n; i++) {
@@ -94,7 +107,7 @@ static void w_list_allocate(int tid, int P) {
   (void)tid;
   long nodes = P > 1 ? 32768L / P : 32768L;
   long rounds = P > 1 ? 140 : 70;
-  rounds = qdiv(rounds, 16);
+  rounds = qwork(rounds, 16);
   size_t len = (size_t)((nodes % 64) | 1);
   for (long r = 0; r < rounds; r++) {
     lnode_t *head = NULL;
@@ -164,7 +177,7 @@ static void w_tree_allocate(int tid, int P) {
   (void)tid;
   int depth = P > 1 ? 13 : 16;
   long rounds = P > 1 ? 96 : 24;
-  rounds = qdiv(rounds, 16);
+  rounds = qwork(rounds, 16);
   for (long r = 0; r < rounds; r++) {
     long next_id = 0;
     tnode_t *root = tree_build(depth, &next_id);
@@ -207,7 +220,7 @@ static void w_tree_churn(int tid, int P) {
   (void)tid;
   int depth = P > 1 ? 12 : 15;
   long passes = P > 1 ? 520 : 130;
-  passes = qdiv(passes, 32);
+  passes = qwork(passes, 32);
   const long stride = 8;
   long next_id = 0;
   tnode_t *root = tree_build(depth, &next_id);
@@ -239,7 +252,7 @@ static fobj_t *fobj_new(void) {
 static void w_fragment(int tid, int P) {
   long count = P > 1 ? 131072L / P : 131072L;
   long rounds = 25;
-  rounds = qdiv(rounds, 8);
+  rounds = qwork(rounds, 8);
   count = qdiv(count, 8);
   rng_t rng;
   rng_init(&rng, tid, P);
@@ -264,7 +277,7 @@ static void w_fragment(int tid, int P) {
 
 static void w_fragment_iterate(int tid, int P) {
   long count = P > 1 ? 524288L / P : 524288L;
-  count = qdiv(count, 16);
+  count = qwork(count, 16);
   const long walks = 20;
   rng_t rng;
   rng_init(&rng, tid, P);
@@ -313,6 +326,8 @@ typedef struct {
 static void sized_gigabyte(int tid, int P, size_t min, size_t max) {
   size_t total = ((size_t)1 << 30) / (size_t)P;
   if (g_quick) total /= 64;
+  total = (size_t)((double)total * g_scale);
+  if (total < 2 * max) total = 2 * max;
   rng_t rng;
   rng_init(&rng, tid, P);
   size_t nrec = total / min;
@@ -465,7 +480,7 @@ static void setup_message_many(void) { mq_start(g_ncpu_cfg - 1); }
 static void w_message_one(int tid, int P) {
   (void)tid;
   (void)P;
-  long messages = qdiv(2048, 32);
+  long messages = qwork(2048, 32);
   for (long m = 0; m < messages; m++) {
     mq_post(&g_queues[0], msg_make());
     if ((m + 1) % MSG_BURST == 0) mq_drain_all();
@@ -477,7 +492,7 @@ static void w_message_one(int tid, int P) {
 static void w_message_many(int tid, int P) {
   (void)tid;
   (void)P;
-  long steps = qdiv(768, 16);
+  long steps = qwork(768, 16);
   for (long s = 0; s < steps; s++) {
     for (int w = 0; w < g_nqueues; w++) mq_post(&g_queues[w], msg_make());
     if ((s + 1) % MSG_BURST == 0) mq_drain_all();
@@ -646,7 +661,7 @@ static void heap_free(void **top, long mb) {
 static void usage(void) {
   fputs("usage: bench-mallocbench --benchmark NAME [--parallel] [--runs N] [--threads N]\n"
         "         [--heap MB] [--no-warmup] [--quick] [--memory-warning] [--format=gobench]\n"
-        "         [--peak-per-run] [--settle] [--libc-random]\n"
+        "         [--peak-per-run] [--settle] [--libc-random] [--scale F]\n"
         "workloads:",
         stderr);
   for (size_t i = 0; i < NWORKLOADS; i++) fprintf(stderr, " %s", g_workloads[i].name);
@@ -672,6 +687,10 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--parallel")) parallel = 1;
     else if (!strcmp(a, "--no-warmup")) warmup = 0;
     else if (!strcmp(a, "--quick")) g_quick = 1;
+    else if ((v = bench_opt(argc, argv, &i, "--scale"))) {
+      g_scale = atof(v);
+      if (!(g_scale > 0)) bench_die("--scale needs a positive factor");
+    }
     else if (!strcmp(a, "--memory-warning") || !strcmp(a, "--memory_warning")) memory_warning = 1;
     else if (!strcmp(a, "--peak-per-run")) peak_per_run = 1;
     else if (!strcmp(a, "--settle")) settle = 1;
@@ -764,6 +783,7 @@ int main(int argc, char **argv) {
     printf("Minor Faults:\t%ld per run\n", faults);
   }
   if (g_quick) printf("# note: --quick sizes (not for claims)\n");
+  if (g_scale != 1.0) printf("# note: --scale %g (work amount, not BENCHSPEC's full size)\n", g_scale);
   if (parallel) printf("# note: %d threads\n", g_nthreads);
   return g_sink == 0xdeadbeefcafef00dull; /* never: keeps g_sink live */
 }
