@@ -277,8 +277,8 @@ static void w_fragment(int tid, int P) {
 
 static void w_fragment_iterate(int tid, int P) {
   long count = P > 1 ? 524288L / P : 524288L;
-  count = qwork(count, 16);
-  const long walks = 20;
+  count = qdiv(count, 16);
+  const long walks = qwork(20, 1);
   rng_t rng;
   rng_init(&rng, tid, P);
   fobj_t **table = bench_alloc((size_t)count * sizeof *table);
