@@ -1,0 +1,256 @@
+/* alloc.c — lithe's public allocation API and its fast paths.
+ *
+ * ======================== lithe: design overview ========================
+ *
+ * Layers, bottom up, one file each:
+ *
+ *   os.c        the only code that calls mmap/mprotect/madvise/munmap.
+ *               Memory is reserved (PROT_NONE, free of charge), committed
+ *               (read/write, charged) on demand, purged (MADV_DONTNEED).
+ *   pagemap.c   address -> span descriptor, two levels (L1 in .bss, L2
+ *               reserved read-only and committed per 64 MiB of heap).  How
+ *               free() finds a block's span, and proves a pointer is ours.
+ *   meta.c      span descriptors, heaps, arena records: never unmapped.
+ *   arena.c     64 MiB aligned arenas, committed just ahead of use; the
+ *               page heap: free page runs, binned, coalesced, purged after a
+ *               delay.  One lock, off the hot path.
+ *   sizeclass.c 40 small classes, 16 B .. 32 KiB, waste <= 12.5 %.
+ *   span.c      a span = pages holding blocks of one class: an owner-only
+ *               free list, an atomic list for frees from other threads,
+ *               lazily carved from a bump pointer.
+ *   heap.c      per-thread heaps (initial-exec TLS): spans per class, the
+ *               slow paths, remote-free notification, thread exit
+ *               (abandon / adopt), fork.
+ *   large.c     large objects (page runs, up to 16 MiB) and xlarge ones
+ *               (their own mapping, resized with mremap).
+ *   alloc.c     this file: malloc/free/realloc/... with their C semantics.
+ *   stats.c     counters, lithe_stats_get, the report at exit.
+ *   options.c   LITHE_* options; misuse reports and fatal errors.
+ *   override.c  the exported malloc family and C++ operators.
+ *   init.c      once-per-process set-up.
+ *
+ * malloc(n <= 1 KiB), the common case, with no lock and no atomic:
+ *     heap = tls; span = heap->current[lut[(n+15)/16]];
+ *     block = span->free; if (block) { span->free = block->next; ... }
+ * free(p), same thread:
+ *     span = pagemap[p]; check p is a block start; if (span->owner == heap)
+ *     push on span->free; else CAS-push on span->thread_free.
+ * A freed block holds a per-process random key in its second word: a free
+ * that finds the key there is a suspected double free, confirmed by a scan
+ * of the span's free lists (one compare on the fast path).
+ * ======================================================================== */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include "internal.h"
+
+/* ---- malloc ------------------------------------------------------------ */
+
+static inline void *malloc_inline(size_t n) {
+  heap_t *h = lithe_tls_heap;
+  if (likely(n <= LUT_MAX)) {
+    span_t *s = h->current[class_lut[(n + 15) >> 4]];
+    block_t *b = s->free;
+    if (likely(b != NULL)) {
+      s->free = b->next;
+      s->used++;
+      b->key = 0;
+      return b;
+    }
+  }
+  if (unlikely(n > ALLOC_MAX)) { errno = ENOMEM; return NULL; }
+  return heap_malloc_generic(h, n);
+}
+
+void *lt_malloc(size_t n) { return malloc_inline(n); }
+
+/* ---- pointer validation ------------------------------------------------ */
+
+/* The span of a pointer lithe handed out, or NULL after reporting misuse. */
+static NOINLINE span_t *bad_pointer(const char *op, const void *p, span_t *s) {
+  if (s && (s->kind == SPAN_FREE || s->kind == SPAN_DEAD) &&
+      ((uintptr_t)p & (PAGE_SIZE - 1)) == 0)
+    lithe_report(op, p, "double free (its pages are already free)");
+  else if (s && s->kind != SPAN_FREE && s->kind != SPAN_DEAD &&
+           (size_t)((const char *)p - s->start) < s->bytes)
+    lithe_report(op, p, "interior pointer, not the start of a block");
+  else
+    lithe_report(op, p, "pointer not allocated by lithe");
+  return NULL;
+}
+
+static inline bool small_block_start(const span_t *s, size_t off) {
+  return off * s->div_magic <= s->div_magic - 1;
+}
+
+/* Suspected double free (the key matched): confirm by scanning. */
+static NOINLINE bool is_double_free(span_t *s, block_t *b) {
+  return span_contains_free(s, b);
+}
+
+static inline span_t *checked_span(const char *op, const void *p) {
+  span_t *s = pagemap_lookup(p);
+  if (unlikely(!s)) return bad_pointer(op, p, s);
+  size_t off = (size_t)((const char *)p - s->start);
+  if (likely(s->kind == SPAN_SMALL)) {
+    if (unlikely(off >= s->bytes || !small_block_start(s, off))) return bad_pointer(op, p, s);
+    return s;
+  }
+  if (unlikely(off != 0 || (s->kind != SPAN_LARGE && s->kind != SPAN_XLARGE)))
+    return bad_pointer(op, p, s);
+  return s;
+}
+
+/* ---- free -------------------------------------------------------------- */
+
+static inline void free_inline(void *p, const char *op) {
+  if (unlikely(p == NULL)) return;
+  span_t *s = pagemap_lookup(p);
+  if (likely(s != NULL && s->kind == SPAN_SMALL)) {
+    size_t off = (size_t)((char *)p - s->start);
+    block_t *b = p;
+    if (unlikely(off >= s->bytes || !small_block_start(s, off))) { bad_pointer(op, p, s); return; }
+    if (unlikely(b->key == lithe_free_key) && is_double_free(s, b)) {
+      lithe_report(op, p, "double free");
+      return;
+    }
+    heap_t *h = lithe_tls_heap;
+    if (likely(atomic_load_explicit(&s->owner, memory_order_relaxed) == h)) {
+      b->next = s->free;
+      b->key = lithe_free_key;
+      s->free = b;
+      if (unlikely(--s->used == 0 || s->full)) heap_free_local_slow(h, s);
+      return;
+    }
+    heap_free_remote(s, b);
+    return;
+  }
+  if (!(s = checked_span(op, p))) return;
+  large_free(s);
+}
+
+void lt_free(void *p) { free_inline(p, "free"); }
+void lt_free_sized(void *p, size_t size) { (void)size; free_inline(p, "free"); }
+
+/* ---- calloc, realloc --------------------------------------------------- */
+
+static size_t usable_of(const span_t *s) {
+  return s->kind == SPAN_SMALL ? s->block_size : s->bytes;
+}
+
+void *lt_calloc(size_t count, size_t size) {
+  size_t n;
+  if (unlikely(__builtin_mul_overflow(count, size, &n))) { errno = ENOMEM; return NULL; }
+  if (n > SMALL_MAX) {
+    lithe_process_init();
+    return large_alloc_zero(n, 0, true);
+  }
+  void *p = malloc_inline(n);
+  if (p) memset(p, 0, n);
+  return p;
+}
+
+void *lt_realloc(void *p, size_t n) {
+  if (p == NULL) return malloc_inline(n);
+  if (n == 0) { free_inline(p, "realloc"); return NULL; } /* as glibc */
+  span_t *s = checked_span("realloc", p);
+  if (!s) return NULL;
+  if (unlikely(n > ALLOC_MAX)) { errno = ENOMEM; return NULL; }
+  size_t usable = usable_of(s);
+  if (s->kind == SPAN_SMALL) {
+    /* stay in place unless shrinking below half the block */
+    if (n <= usable && (n > usable / 2 || usable <= 16)) return p;
+  } else {
+    void *q = large_realloc(s, n);
+    if (q) return q;
+  }
+  void *q = malloc_inline(n);
+  if (!q) return NULL; /* p is untouched, errno is ENOMEM */
+  memcpy(q, p, n < usable ? n : usable);
+  free_inline(p, "realloc");
+  return q;
+}
+
+void *lt_reallocarray(void *p, size_t count, size_t size) {
+  size_t n;
+  if (unlikely(__builtin_mul_overflow(count, size, &n))) { errno = ENOMEM; return NULL; }
+  return lt_realloc(p, n);
+}
+
+/* ---- aligned allocation ------------------------------------------------ */
+
+/* align: a power of two.  Small blocks sit at span start (8 KiB aligned) +
+ * i * class size, so a class whose size is a multiple of align gives
+ * aligned blocks; otherwise a page run (large) or a mapping (xlarge). */
+static void *aligned_inner(size_t align, size_t n) {
+  if (align <= 16) return malloc_inline(n);
+  if (unlikely(n > ALLOC_MAX || align > ALLOC_MAX)) { errno = ENOMEM; return NULL; }
+  if (align <= PAGE_SIZE && n <= SMALL_MAX) {
+    size_t m = align_up(n ? n : 1, align);
+    if (m <= SMALL_MAX) {
+      lithe_process_init();
+      unsigned c = size_class(m);
+      while (c < NCLASSES && class_size[c] % align) c++;
+      if (c < NCLASSES) {
+        heap_t *h = lithe_tls_heap;
+        return heap_malloc_class(h, c);
+      }
+    }
+  }
+  lithe_process_init();
+  return large_alloc(n ? n : 1, align);
+}
+
+static inline bool pow2(size_t a) { return a != 0 && (a & (a - 1)) == 0; }
+
+int lt_posix_memalign(void **out, size_t align, size_t n) {
+  if (!pow2(align) || align % sizeof(void *)) return EINVAL;
+  int saved = errno;
+  void *p = aligned_inner(align, n);
+  if (!p) return ENOMEM;
+  errno = saved;
+  *out = p;
+  return 0;
+}
+
+void *lt_aligned_alloc(size_t align, size_t n) {
+  if (!pow2(align)) { errno = EINVAL; return NULL; }
+  return aligned_inner(align, n);
+}
+
+void *lt_memalign(size_t align, size_t n) {
+  if (!pow2(align)) { errno = EINVAL; return NULL; }
+  return aligned_inner(align, n);
+}
+
+void *lt_valloc(size_t n) { return aligned_inner(os_page_size(), n); }
+
+void *lt_pvalloc(size_t n) {
+  size_t ps = os_page_size();
+  if (n > ALLOC_MAX) { errno = ENOMEM; return NULL; }
+  return aligned_inner(ps, n ? align_up(n, ps) : ps);
+}
+
+/* ---- introspection, collection ----------------------------------------- */
+
+size_t lt_malloc_usable_size(const void *p) {
+  if (!p) return 0;
+  span_t *s = checked_span("malloc_usable_size", p);
+  return s ? usable_of(s) : 0;
+}
+
+void lt_collect(bool force) {
+  if (!atomic_load_explicit(&lithe_initialized, memory_order_acquire)) return;
+  heap_collect(lithe_tls_heap, force);
+  heaps_collect_abandoned();
+  pages_collect(force);
+}
+
+int lt_malloc_trim(size_t pad) {
+  (void)pad;
+  if (!atomic_load_explicit(&lithe_initialized, memory_order_acquire)) return 0;
+  size_t before = atomic_load(&os_stats.purges);
+  lt_collect(true);
+  return atomic_load(&os_stats.purges) != before;
+}

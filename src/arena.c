@@ -1,0 +1,306 @@
+/* arena.c — arenas and the page heap.
+ *
+ * Arenas are large regions (64 MiB by default) reserved PROT_NONE and
+ * aligned to their size.  Each arena hands out pages bottom-up with a bump
+ * pointer and commits (mprotect RW) just ahead of it, in steps that grow
+ * with the arena's use: a tiny heap commits 64 KiB, not 64 MiB (seed 000).
+ *
+ * Pages come back as free runs: span descriptors of kind SPAN_FREE, binned
+ * by length (exact bins for 1..63 pages, one list above), coalesced with
+ * their neighbours through the pagemap (a free run's first and last page
+ * map to it).  Free runs keep their pages until they have been free for
+ * LITHE_PURGE_DELAY_MS (reuse before giving back: a fault costs 13-16 us
+ * here), then madvise(DONTNEED) returns them; lithe_collect(true) does it
+ * at once, and also gives back the commit of free runs at an arena's top.
+ *
+ * One lock guards it all: the page heap is off the hot path (a thread
+ * takes whole spans from it, ~64 KiB at a time, and caches empty ones). */
+#include <string.h>
+#include "internal.h"
+
+pthread_mutex_t pages_lock = PTHREAD_MUTEX_INITIALIZER;
+size_t large_max;
+
+#define NBINS 64 /* bins[1..63]: exact page counts; bins[0]: 64 pages and up */
+static span_list_t bins[NBINS];
+static uint64_t bin_bits; /* bit i: bins[i] non-empty */
+static arena_t *arenas;
+static size_t narenas;
+static uint64_t last_purge_ms;
+
+void pages_init(void) {
+  large_max = lithe_opt.arena_size / 4;
+  if (large_max > LARGE_MAX_CAP) large_max = LARGE_MAX_CAP;
+}
+
+size_t pages_arena_count(void) { return narenas; }
+
+static inline unsigned bin_of(size_t npages) { return npages < NBINS ? (unsigned)npages : 0; }
+static inline size_t npages_of(const span_t *s) { return s->bytes >> PAGE_SHIFT; }
+
+static void bin_insert(span_t *s) {
+  unsigned b = bin_of(npages_of(s));
+  list_push_front(&bins[b], s);
+  bin_bits |= 1ull << b;
+  pagemap_set_one(s->start, s);
+  pagemap_set_one(s->start + s->bytes - PAGE_SIZE, s);
+}
+
+static void bin_remove(span_t *s) {
+  unsigned b = bin_of(npages_of(s));
+  list_remove(&bins[b], s);
+  if (!bins[b].first) bin_bits &= ~(1ull << b);
+}
+
+/* A free run of this arena that ends at / starts at `edge`, or NULL. */
+static span_t *free_neighbour(arena_t *a, char *page, char *edge, bool ends_at) {
+  if (page < a->base || page >= a->bump) return NULL;
+  span_t *t = pagemap_lookup(page);
+  if (!t || t->kind != SPAN_FREE || t->arena != a || t->bytes == 0) return NULL;
+  if (ends_at ? (t->start + t->bytes != edge) : (t->start != edge)) return NULL;
+  return t;
+}
+
+/* Put a run back, merged with free neighbours. */
+static void insert_coalesced(span_t *s) {
+  arena_t *a = s->arena;
+  span_t *t = free_neighbour(a, s->start - PAGE_SIZE, s->start, true);
+  if (t) {
+    bin_remove(t);
+    t->bytes += s->bytes;
+    t->dirty |= s->dirty;
+    if (s->freed_ms > t->freed_ms) t->freed_ms = s->freed_ms;
+    span_desc_free(s);
+    s = t;
+  }
+  t = free_neighbour(a, s->start + s->bytes, s->start + s->bytes, false);
+  if (t) {
+    bin_remove(t);
+    s->bytes += t->bytes;
+    s->dirty |= t->dirty;
+    if (t->freed_ms > s->freed_ms) s->freed_ms = t->freed_ms;
+    span_desc_free(t);
+  }
+  s->kind = SPAN_FREE;
+  bin_insert(s);
+}
+
+/* Split the first `bytes` off run s into a new free run. */
+static bool split_front(span_t *s, size_t bytes) {
+  span_t *t = span_desc_alloc();
+  if (!t) return false;
+  t->kind = SPAN_FREE;
+  t->arena = s->arena;
+  t->start = s->start;
+  t->bytes = bytes;
+  t->dirty = s->dirty;
+  t->freed_ms = s->freed_ms;
+  s->start += bytes;
+  s->bytes -= bytes;
+  bin_insert(t);
+  return true;
+}
+
+/* Keep the first `bytes` of s; the rest becomes a free run. */
+static bool split_tail(span_t *s, size_t bytes) {
+  span_t *t = span_desc_alloc();
+  if (!t) return false;
+  t->kind = SPAN_FREE;
+  t->arena = s->arena;
+  t->start = s->start + bytes;
+  t->bytes = s->bytes - bytes;
+  t->dirty = s->dirty;
+  t->freed_ms = s->freed_ms;
+  s->bytes = bytes;
+  insert_coalesced(t);
+  return true;
+}
+
+static span_t *find_fit(size_t npages) {
+  if (npages < NBINS) {
+    uint64_t bits = bin_bits & (~0ull << npages); /* exact bins >= npages */
+    if (bits) return bins[__builtin_ctzll(bits)].first;
+  }
+  span_t *best = NULL;
+  size_t want = npages << PAGE_SHIFT;
+  for (span_t *s = bins[0].first; s; s = s->next)
+    if (s->bytes >= want && (!best || s->bytes < best->bytes)) {
+      best = s;
+      if (s->bytes == want) break;
+    }
+  return best;
+}
+
+/* Commit ahead of the bump pointer: steps of 1/8 of what the arena already
+ * uses, 64 KiB to 4 MiB, so mprotect calls stay few as the heap grows. */
+static bool arena_commit_to(arena_t *a, char *need) {
+  if (need <= a->commit_top) return true;
+  size_t used = (size_t)(a->commit_top - a->base);
+  size_t step = used / 8;
+  if (step > 4 * MiB) step = 4 * MiB;
+  char *top = (char *)align_up((uintptr_t)need + step, 64 * KiB);
+  if (top > a->base + a->size) top = a->base + a->size;
+  if (!os_commit(a->commit_top, (size_t)(top - a->commit_top))) {
+    /* try the bare minimum */
+    top = (char *)align_up((uintptr_t)need, os_page_size());
+    if (!os_commit(a->commit_top, (size_t)(top - a->commit_top))) return false;
+  }
+  a->commit_top = top;
+  return true;
+}
+
+static arena_t *arena_new(size_t min_bytes) {
+  size_t size = lithe_opt.arena_size;
+  if (min_bytes > size) size = align_up(min_bytes, lithe_opt.arena_size);
+  char *base = os_reserve(size, lithe_opt.arena_size);
+  if (!base) return NULL;
+  if (!pagemap_ensure(base, size)) { os_unmap(base, size); return NULL; }
+  arena_t *a = meta_alloc(sizeof *a);
+  if (!a) { os_unmap(base, size); return NULL; }
+  a->base = a->bump = a->commit_top = base;
+  a->size = size;
+  a->next = arenas;
+  arenas = a;
+  narenas++;
+  return a;
+}
+
+/* Fresh pages from some arena's bump pointer. */
+static span_t *arena_carve(size_t npages) {
+  size_t bytes = npages << PAGE_SHIFT;
+  arena_t *a;
+  for (a = arenas; a; a = a->next)
+    if ((size_t)(a->base + a->size - a->bump) >= bytes) break;
+  if (!a && !(a = arena_new(bytes))) return NULL;
+  if (!arena_commit_to(a, a->bump + bytes)) return NULL;
+  span_t *s = span_desc_alloc();
+  if (!s) return NULL;
+  s->kind = SPAN_FREE;
+  s->arena = a;
+  s->start = a->bump;
+  s->bytes = bytes;
+  s->dirty = 0; /* never touched: reads as zero */
+  a->bump += bytes;
+  return s;
+}
+
+/* purge free runs that have been free long enough (all, if force) */
+static size_t purge_runs(uint64_t now, bool force) {
+  size_t purged = 0;
+  for (unsigned b = 0; b < NBINS; b++)
+    for (span_t *s = bins[b].first; s; s = s->next)
+      if (s->dirty && (force || now - s->freed_ms >= (uint64_t)lithe_opt.purge_delay_ms)) {
+        os_purge(s->start, s->bytes);
+        s->dirty = 0;
+        purged += s->bytes;
+      }
+  last_purge_ms = now;
+  return purged;
+}
+
+static void maybe_purge(void) {
+  long delay = lithe_opt.purge_delay_ms;
+  if (delay < 0) return;
+  uint64_t now = os_now_ms();
+  uint64_t every = delay > 40 ? (uint64_t)delay / 4 : 10;
+  if (delay == 0 || now - last_purge_ms >= every) purge_runs(now, false);
+}
+
+/* A run of `npages` pages aligned to `align` (a power of two; <= PAGE_SIZE
+ * means plain page alignment).  The caller sets kind and fields; all its
+ * pages map to it.  NULL when the OS refuses memory. */
+span_t *pages_alloc(size_t npages, size_t align) {
+  size_t extra = align > PAGE_SIZE ? (align >> PAGE_SHIFT) - 1 : 0;
+  size_t total = npages + extra;
+  pthread_mutex_lock(&pages_lock);
+  span_t *s = find_fit(total);
+  if (s) bin_remove(s);
+  else s = arena_carve(total);
+  if (!s) { pthread_mutex_unlock(&pages_lock); return NULL; }
+  s->kind = SPAN_LARGE; /* not FREE: the splits below must not merge into it */
+  if (extra) {
+    size_t front = (size_t)((char *)align_up((uintptr_t)s->start, align) - s->start);
+    if (front && !split_front(s, front)) goto fail;
+  }
+  if (s->bytes > (npages << PAGE_SHIFT) && !split_tail(s, npages << PAGE_SHIFT)) goto fail;
+  pagemap_set(s->start, npages, s);
+  pthread_mutex_unlock(&pages_lock);
+  return s;
+fail:
+  insert_coalesced(s);
+  pthread_mutex_unlock(&pages_lock);
+  return NULL;
+}
+
+void pages_free(span_t *s) {
+  pthread_mutex_lock(&pages_lock);
+  s->dirty = 1;
+  s->freed_ms = os_now_ms();
+  s->owner = NULL;
+  s->free = NULL;
+  atomic_store_explicit(&s->thread_free, 0, memory_order_relaxed);
+  insert_coalesced(s);
+  maybe_purge();
+  pthread_mutex_unlock(&pages_lock);
+}
+
+/* Grow or shrink a large span in place: take pages from the free run (or
+ * the untouched arena space) right after it, or give the tail back. */
+bool pages_try_resize(span_t *s, size_t npages) {
+  size_t want = npages << PAGE_SHIFT;
+  bool ok = false;
+  pthread_mutex_lock(&pages_lock);
+  arena_t *a = s->arena;
+  if (want <= s->bytes) {
+    ok = want == s->bytes || split_tail(s, want);
+  } else {
+    size_t need = want - s->bytes;
+    char *next = s->start + s->bytes;
+    span_t *t = free_neighbour(a, next, next, false);
+    if (t && t->bytes >= need) {
+      bin_remove(t);
+      if (t->bytes > need) {
+        t->start += need;
+        t->bytes -= need;
+        bin_insert(t);
+      } else {
+        span_desc_free(t);
+      }
+      ok = true;
+    } else if (next == a->bump && (size_t)(a->base + a->size - a->bump) >= need &&
+               arena_commit_to(a, a->bump + need)) {
+      a->bump += need;
+      ok = true;
+    }
+    if (ok) {
+      pagemap_set(next, need >> PAGE_SHIFT, s);
+      s->bytes = want;
+    }
+  }
+  pthread_mutex_unlock(&pages_lock);
+  return ok;
+}
+
+/* Purge (all free runs if force, else the decayed ones); with force also
+ * give back the commit of each arena's free top. Returns bytes purged. */
+size_t pages_collect(bool force) {
+  pthread_mutex_lock(&pages_lock);
+  size_t purged = purge_runs(os_now_ms(), force);
+  if (force) {
+    for (arena_t *a = arenas; a; a = a->next) {
+      if (a->bump == a->base) continue;
+      span_t *t = free_neighbour(a, a->bump - PAGE_SIZE, a->bump, true);
+      if (!t) continue;
+      bin_remove(t);
+      a->bump = t->start;
+      span_desc_free(t);
+      char *top = (char *)align_up((uintptr_t)a->bump, os_page_size());
+      if (a->commit_top > top) {
+        os_decommit(top, (size_t)(a->commit_top - top));
+        a->commit_top = top;
+      }
+    }
+  }
+  pthread_mutex_unlock(&pages_lock);
+  return purged;
+}

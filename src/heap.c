@@ -1,0 +1,396 @@
+/* heap.c — thread heaps: each thread's spans, the slow paths of malloc and
+ * free, remote-free notification, and what happens when a thread exits.
+ *
+ * A heap keeps, per size class, a list of spans with room (`avail`, its
+ * first span is `current`, where malloc pops) and one list of full spans.
+ * Only the owning thread touches these lists.
+ *
+ * Remote frees to a full span: the owner would never look at it again, so
+ * when the owner files a span as full it sets TF_NOTIFY in the span's
+ * thread_free word.  The first remote free to find TF_NOTIFY switches it to
+ * TF_NOTIFYING, pushes the span on the owner's `remote_spans` stack (a
+ * lock-free push) and clears the state; the owner drains that stack in its
+ * slow path and files those spans as available again.  An exiting owner
+ * first turns every TF_NOTIFY off (waiting out any TF_NOTIFYING), so no
+ * remote thread ever pushes onto a heap that has gone.
+ *
+ * Thread exit (a pthread key destructor): empty spans go back to the page
+ * heap; spans with live blocks are abandoned (owner = NULL) on a global
+ * per-class list, and a thread that needs a span of that class adopts them
+ * first.  The heap structure itself returns to a pool for the next thread:
+ * a new thread's first allocation takes a pooled heap and one span, and
+ * makes no system call (seed 001). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+#include "internal.h"
+
+#define EMPTY_ROW(x) [0 ... NCLASSES - 1] = x
+
+span_t lithe_empty_span = {.kind = SPAN_SMALL};
+heap_t lithe_empty_heap = {.current = {EMPTY_ROW(&lithe_empty_span)}};
+__thread heap_t *lithe_tls_heap __attribute__((tls_model("initial-exec"))) = &lithe_empty_heap;
+uintptr_t lithe_free_key;
+
+pthread_mutex_t heaps_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t abandoned_lock = PTHREAD_MUTEX_INITIALIZER;
+static heap_t *all_heaps;      /* every heap ever made (live or pooled) */
+static heap_t *heap_pool;      /* heaps of exited threads, for reuse   */
+static size_t heaps_live, heaps_created;
+static span_list_t abandoned[NCLASSES];
+static _Atomic size_t abandoned_count;
+static pthread_key_t heap_key;
+static _Atomic int atfork_registered;
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield");
+#endif
+}
+
+static inline void set_current(heap_t *h, unsigned cls) {
+  span_t *f = h->avail[cls].first;
+  h->current[cls] = f ? f : &lithe_empty_span;
+}
+
+static inline void *span_pop(span_t *s) {
+  block_t *b = s->free;
+  s->free = b->next;
+  s->used++;
+  b->key = 0;
+  return b;
+}
+
+/* ---- heap creation ----------------------------------------------------- */
+
+void heap_key_init(void) INTERNAL;
+void heap_key_init(void) {
+  if (pthread_key_create(&heap_key, heap_thread_exit) != 0) lithe_fatal("pthread_key_create failed");
+}
+
+static heap_t *heap_thread_init(void) {
+  lithe_process_init();
+  pthread_mutex_lock(&heaps_lock);
+  heap_t *h = heap_pool;
+  if (h) {
+    heap_pool = h->next_pool;
+  } else if ((h = meta_alloc(sizeof(heap_t))) != NULL) {
+    h->next_heap = all_heaps;
+    all_heaps = h;
+  }
+  if (h) {
+    heaps_live++;
+    heaps_created++;
+  }
+  pthread_mutex_unlock(&heaps_lock);
+  if (!h) return NULL;
+  for (unsigned c = 0; c < NCLASSES; c++) h->current[c] = &lithe_empty_span;
+  h->live = true;
+  h->thread = pthread_self();
+  lithe_tls_heap = h;
+  pthread_setspecific(heap_key, h);
+  if (!atomic_exchange(&atfork_registered, 1)) {
+    /* may allocate: the heap is in place, so that is fine now */
+    pthread_atfork(heap_fork_prepare, heap_fork_parent, heap_fork_child);
+  }
+  return h;
+}
+
+/* ---- spans in and out of a heap ---------------------------------------- */
+
+static void span_release(heap_t *h, span_t *s) {
+  if (h->ncache < HEAP_SPAN_CACHE) {
+    h->cache[h->ncache++] = s;
+    return;
+  }
+  pages_free(s);
+}
+
+static void cache_flush(heap_t *h) {
+  while (h->ncache) pages_free(h->cache[--h->ncache]);
+}
+
+/* File an exhausted span as full; false if remote frees arrived (collect
+ * them instead). */
+static bool span_mark_full(span_t *s) {
+  uintptr_t expect = TF_NORMAL;
+  return atomic_compare_exchange_strong_explicit(&s->thread_free, &expect, TF_NOTIFY,
+                                                 memory_order_acq_rel, memory_order_relaxed);
+}
+
+/* Full spans that remote threads freed into: make them available again. */
+static void heap_drain_remote(heap_t *h) {
+  if (!atomic_load_explicit(&h->remote_spans, memory_order_relaxed)) return;
+  span_t *s = atomic_exchange_explicit(&h->remote_spans, NULL, memory_order_acquire);
+  while (s) {
+    span_t *next = atomic_load_explicit(&s->remote_next, memory_order_relaxed);
+    while (atomic_load_explicit(&s->thread_free, memory_order_acquire) & TF_NOTIFYING) cpu_relax();
+    list_remove(&h->full, s);
+    s->full = 0;
+    span_collect_remote(s);
+    if (s->used == 0) {
+      span_release(h, s);
+    } else {
+      list_push_back(&h->avail[s->cls], s);
+      if (h->current[s->cls] == &lithe_empty_span) set_current(h, s->cls);
+    }
+    s = next;
+  }
+}
+
+/* A span for class cls: adopt an abandoned one, else a cached empty one,
+ * else fresh pages. */
+static span_t *heap_span_new(heap_t *h, unsigned cls) {
+  if (atomic_load_explicit(&abandoned_count, memory_order_relaxed)) {
+    for (int tries = 0; tries < 4; tries++) {
+      pthread_mutex_lock(&abandoned_lock);
+      span_t *s = abandoned[cls].first;
+      if (s) {
+        list_remove(&abandoned[cls], s);
+        atomic_fetch_sub_explicit(&abandoned_count, 1, memory_order_relaxed);
+      }
+      pthread_mutex_unlock(&abandoned_lock);
+      if (!s) break;
+      atomic_store_explicit(&s->owner, h, memory_order_release);
+      span_collect_remote(s);
+      if (s->free || s->bump < s->bump_end) return s;
+      if (span_mark_full(s)) {
+        s->full = 1;
+        list_push_front(&h->full, s);
+      } else {
+        span_collect_remote(s);
+        return s;
+      }
+    }
+  }
+  size_t bytes = class_span_bytes[cls];
+  for (unsigned i = 0; i < h->ncache; i++) {
+    span_t *s = h->cache[i];
+    if (s->bytes == bytes) {
+      h->cache[i] = h->cache[--h->ncache];
+      span_init_small(s, cls);
+      return s;
+    }
+  }
+  span_t *s = pages_alloc(bytes >> PAGE_SHIFT, 0);
+  if (!s) return NULL;
+  atomic_store_explicit(&s->owner, h, memory_order_relaxed);
+  span_init_small(s, cls);
+  return s;
+}
+
+/* ---- malloc slow path -------------------------------------------------- */
+
+void *heap_malloc_class(heap_t *h, unsigned cls) {
+  if (unlikely(h == &lithe_empty_heap) && !(h = heap_thread_init())) goto oom;
+  for (;;) {
+    span_t *s = h->current[cls];
+    if (s != &lithe_empty_span) {
+      if (s->free) return span_pop(s);
+      if (span_collect_remote(s) || span_extend(s)) return span_pop(s);
+      if (!span_mark_full(s)) continue; /* remote frees came in: collect */
+      list_remove(&h->avail[cls], s);
+      list_push_front(&h->full, s);
+      s->full = 1;
+      set_current(h, cls);
+      if (h->current[cls] != &lithe_empty_span) continue;
+    }
+    heap_drain_remote(h);
+    if (h->current[cls] != &lithe_empty_span) continue;
+    s = heap_span_new(h, cls);
+    if (!s) goto oom;
+    list_push_front(&h->avail[cls], s);
+    h->current[cls] = s;
+  }
+oom:
+  errno = ENOMEM;
+  return NULL;
+}
+
+void *heap_malloc_generic(heap_t *h, size_t size) {
+  if (unlikely(h == &lithe_empty_heap)) lithe_process_init(); /* size_class needs it */
+  if (size <= SMALL_MAX) return heap_malloc_class(h, size_class(size));
+  return large_alloc(size, 0);
+}
+
+/* ---- free slow paths --------------------------------------------------- */
+
+/* The owner freed into s and s is now empty, or s was filed as full. */
+void heap_free_local_slow(heap_t *h, span_t *s) {
+  unsigned cls = s->cls;
+  if (s->full) {
+    /* Take it back from the full list unless a remote free is already
+     * notifying us about it (then heap_drain_remote will). */
+    uintptr_t tf = atomic_load_explicit(&s->thread_free, memory_order_acquire);
+    do {
+      if ((tf & TF_MASK) != TF_NOTIFY) return;
+    } while (!atomic_compare_exchange_weak_explicit(&s->thread_free, &tf, tf & ~(uintptr_t)TF_MASK,
+                                                    memory_order_acq_rel, memory_order_acquire));
+    list_remove(&h->full, s);
+    s->full = 0;
+    if (s->used == 0) { span_release(h, s); return; }
+    list_push_back(&h->avail[cls], s);
+    if (h->current[cls] == &lithe_empty_span) set_current(h, cls);
+    return;
+  }
+  if (s->used == 0 && h->current[cls] != s) {
+    list_remove(&h->avail[cls], s);
+    span_release(h, s);
+  }
+}
+
+void heap_free_remote(span_t *s, block_t *b) {
+  b->key = lithe_free_key;
+  uintptr_t tf = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
+  uintptr_t state;
+  for (;;) {
+    state = tf & TF_MASK;
+    b->next = (block_t *)(tf & ~(uintptr_t)TF_MASK);
+    uintptr_t nw = (uintptr_t)b | (state == TF_NOTIFY ? TF_NOTIFYING : state);
+    if (atomic_compare_exchange_weak_explicit(&s->thread_free, &tf, nw, memory_order_release,
+                                              memory_order_relaxed))
+      break;
+  }
+  if (state == TF_NOTIFY) {
+    heap_t *o = atomic_load_explicit(&s->owner, memory_order_acquire);
+    span_t *head = atomic_load_explicit(&o->remote_spans, memory_order_relaxed);
+    do {
+      atomic_store_explicit(&s->remote_next, head, memory_order_relaxed);
+    } while (!atomic_compare_exchange_weak_explicit(&o->remote_spans, &head, s, memory_order_release,
+                                                    memory_order_relaxed));
+    atomic_fetch_and_explicit(&s->thread_free, ~(uintptr_t)TF_MASK, memory_order_release);
+  }
+}
+
+/* ---- collection, thread exit ------------------------------------------- */
+
+/* Return this heap's empty spans (and with force its span cache). */
+void heap_collect(heap_t *h, bool force) {
+  if (h == &lithe_empty_heap) return;
+  heap_drain_remote(h);
+  for (unsigned c = 1; c < NCLASSES; c++) {
+    for (span_t *s = h->avail[c].first, *next; s; s = next) {
+      next = s->next;
+      span_collect_remote(s);
+      if (s->used == 0 && (force || h->current[c] != s)) {
+        list_remove(&h->avail[c], s);
+        span_release(h, s);
+      }
+    }
+    set_current(h, c);
+  }
+  if (force) cache_flush(h);
+}
+
+/* Abandoned spans whose blocks have all been freed go back to the pages. */
+void heaps_collect_abandoned(void) {
+  if (!atomic_load_explicit(&abandoned_count, memory_order_relaxed)) return;
+  pthread_mutex_lock(&abandoned_lock);
+  for (unsigned c = 1; c < NCLASSES; c++)
+    for (span_t *s = abandoned[c].first, *next; s; s = next) {
+      next = s->next;
+      span_collect_remote(s);
+      if (s->used == 0) {
+        list_remove(&abandoned[c], s);
+        atomic_fetch_sub_explicit(&abandoned_count, 1, memory_order_relaxed);
+        pages_free(s);
+      }
+    }
+  pthread_mutex_unlock(&abandoned_lock);
+}
+
+static void span_abandon(span_t *s) {
+  span_collect_remote(s);
+  s->full = 0;
+  if (s->used == 0) { pages_free(s); return; }
+  atomic_store_explicit(&s->owner, NULL, memory_order_release);
+  pthread_mutex_lock(&abandoned_lock);
+  list_push_back(&abandoned[s->cls], s);
+  atomic_fetch_add_explicit(&abandoned_count, 1, memory_order_relaxed);
+  pthread_mutex_unlock(&abandoned_lock);
+}
+
+static void heap_abandon(heap_t *h) {
+  /* 1. no more notifications: TF_NOTIFY off, wait out TF_NOTIFYING */
+  for (span_t *s = h->full.first; s; s = s->next) {
+    uintptr_t tf = atomic_load_explicit(&s->thread_free, memory_order_acquire);
+    for (;;) {
+      if (tf & TF_NOTIFYING) { cpu_relax(); tf = atomic_load_explicit(&s->thread_free, memory_order_acquire); continue; }
+      if ((tf & TF_MASK) != TF_NOTIFY) break;
+      if (atomic_compare_exchange_weak_explicit(&s->thread_free, &tf, tf & ~(uintptr_t)TF_MASK,
+                                                memory_order_acq_rel, memory_order_acquire))
+        break;
+    }
+  }
+  /* 2. every notification made has been pushed: take them */
+  heap_drain_remote(h);
+  /* 3. give every span away */
+  for (unsigned c = 1; c < NCLASSES; c++) {
+    for (span_t *s = h->avail[c].first, *next; s; s = next) {
+      next = s->next;
+      span_abandon(s);
+    }
+    h->avail[c].first = h->avail[c].last = NULL;
+    h->current[c] = &lithe_empty_span;
+  }
+  for (span_t *s = h->full.first, *next; s; s = next) {
+    next = s->next;
+    span_abandon(s);
+  }
+  h->full.first = h->full.last = NULL;
+  cache_flush(h);
+}
+
+void heap_thread_exit(void *arg) {
+  heap_t *h = arg;
+  if (!h || h == &lithe_empty_heap) return;
+  heap_abandon(h);
+  lithe_tls_heap = &lithe_empty_heap;
+  pthread_mutex_lock(&heaps_lock);
+  h->live = false;
+  h->next_pool = heap_pool;
+  heap_pool = h;
+  heaps_live--;
+  pthread_mutex_unlock(&heaps_lock);
+}
+
+void heaps_stats(size_t *live, size_t *created, size_t *small_spans, size_t *nabandoned) {
+  pthread_mutex_lock(&heaps_lock);
+  *live = heaps_live;
+  *created = heaps_created;
+  pthread_mutex_unlock(&heaps_lock);
+  *nabandoned = atomic_load(&abandoned_count);
+  (void)small_spans;
+}
+
+/* ---- fork -------------------------------------------------------------- */
+/* Every lock, in the order the code nests them. */
+extern pthread_mutex_t pagemap_lock, meta_lock;
+
+void heap_fork_prepare(void) {
+  pthread_mutex_lock(&heaps_lock);
+  pthread_mutex_lock(&abandoned_lock);
+  pthread_mutex_lock(&pages_lock);
+  pthread_mutex_lock(&pagemap_lock);
+  pthread_mutex_lock(&meta_lock);
+}
+
+void heap_fork_parent(void) {
+  pthread_mutex_unlock(&meta_lock);
+  pthread_mutex_unlock(&pagemap_lock);
+  pthread_mutex_unlock(&pages_lock);
+  pthread_mutex_unlock(&abandoned_lock);
+  pthread_mutex_unlock(&heaps_lock);
+}
+
+/* The child has only the forking thread; the other threads' heaps stay as
+ * they were (their memory is the child's copy of the parent's live data). */
+void heap_fork_child(void) {
+  pthread_mutex_init(&meta_lock, NULL);
+  pthread_mutex_init(&pagemap_lock, NULL);
+  pthread_mutex_init(&pages_lock, NULL);
+  pthread_mutex_init(&abandoned_lock, NULL);
+  pthread_mutex_init(&heaps_lock, NULL);
+}

@@ -1,0 +1,308 @@
+/* lithe internal header: the types every layer shares, the tunable
+ * constants (each with the reason for its value), and the few inline
+ * helpers the hot path needs.  The overview of the whole design is at the
+ * top of alloc.c. */
+#ifndef LITHE_INTERNAL_H
+#define LITHE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "lithe.h"
+
+#define LITHE_API   __attribute__((visibility("default")))
+#define INTERNAL    __attribute__((visibility("hidden")))
+#define likely(x)   __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define NOINLINE    __attribute__((noinline))
+#define KiB ((size_t)1 << 10)
+#define MiB ((size_t)1 << 20)
+#define GiB ((size_t)1 << 30)
+
+/* ---- tunables ---------------------------------------------------------- */
+
+/* lithe page: the unit of the page heap and of the pagemap.  8 KiB as in Go:
+ * a 64 MiB arena is 8192 pages and its pagemap slice (8 bytes a page) is
+ * exactly one 64 KiB commit piece. */
+#define PAGE_SHIFT 13
+#define PAGE_SIZE  ((size_t)1 << PAGE_SHIFT)
+
+/* Address bits the pagemap covers (x86-64 and arm64 user space: 47-48). */
+#define ADDR_BITS 48
+/* L1 index = address bits 47..36 (4096 entries, 32 KiB in .bss);
+ * L2 index = bits 35..13 (one 8 KiB page each; 2^23 entries, 64 MiB of
+ * PROT_READ reservation per L2, committed in 64 KiB pieces).
+ * 2^48 = 8 KiB page * 2^12 L1 * 2^23 L2 (seed 000's relation). */
+#define L1_SHIFT 36
+#define L1_COUNT ((size_t)1 << (ADDR_BITS - L1_SHIFT))
+#define L2_COUNT ((size_t)1 << (L1_SHIFT - PAGE_SHIFT))
+#define L2_PIECE ((size_t)64 * KiB) /* commit granule of an L2 array */
+
+/* Arena: reserved PROT_NONE, aligned to its size, committed on demand.
+ * 64 MiB like Go on 64-bit Linux; LITHE_ARENA_SIZE takes 4 MiB .. 1 GiB. */
+#define ARENA_DEFAULT ((size_t)64 * MiB)
+#define ARENA_MIN     ((size_t)4 * MiB)
+#define ARENA_MAX     ((size_t)1 * GiB)
+
+/* Size classes: 16-byte steps up to 128 B, then 4 classes per power of two
+ * (internal waste <= 12.5 %), up to SMALL_MAX.  Above SMALL_MAX objects are
+ * "large" (a run of pages from the page heap) up to large_max (16 MiB, or a
+ * quarter of an arena if smaller), then "xlarge" (their own mapping).
+ * SMALL_MAX 32 KiB: jemalloc's small limit is 14 KiB, mimalloc's medium
+ * pages go to 128 KiB; 32 KiB keeps 4+ objects per 128 KiB span.  To be
+ * re-tuned with the benchmark suite (bmalloc's largeMax lesson). */
+#define SMALL_MAX   ((size_t)32 * KiB)
+#define NCLASSES    41          /* class 0 unused; 1..8: 16..128; 9..40 */
+#define LUT_MAX     1024        /* sizes <= this use the direct table     */
+#define LARGE_MAX_CAP ((size_t)16 * MiB)
+
+/* Bytes of a span for small objects: 64 KiB (mimalloc's small page size)
+ * holds >= 8 objects up to 8 KiB with < 2 % tail waste; classes above
+ * 8 KiB get 128 KiB spans (>= 4 objects, waste <= 12.5 %). */
+#define SPAN_SMALL_BYTES ((size_t)64 * KiB)
+#define SPAN_MEDIUM_BYTES ((size_t)128 * KiB)
+
+/* Lazy free-list building: a span hands out memory a slice at a time so a
+ * program touches only what it uses (one OS page worth of blocks). */
+#define EXTEND_BYTES ((size_t)4 * KiB)
+
+/* Empty spans a thread keeps for reuse before returning them to the page
+ * heap: absorbs alloc/free waves without taking the page-heap lock. */
+#define HEAP_SPAN_CACHE 4
+
+/* Most bytes one request may ask for: beyond this no mapping can succeed on
+ * a 47-bit user address space, so we fail fast with ENOMEM. */
+#define ALLOC_MAX ((size_t)1 << 46)
+
+/* ---- blocks and spans -------------------------------------------------- */
+
+/* A free small block: word 0 links the free list, word 1 holds the
+ * process's free key, so a second free of the same block is noticed with
+ * one compare (and confirmed by a scan). */
+typedef struct block_s {
+  struct block_s *next;
+  uintptr_t key;
+} block_t;
+
+enum span_kind {
+  SPAN_FREE = 0,   /* run of free pages in the page heap           */
+  SPAN_SMALL = 1,  /* objects of one size class                    */
+  SPAN_LARGE = 2,  /* one object, a run of pages                   */
+  SPAN_XLARGE = 3, /* one object in its own mapping                */
+  SPAN_DEAD = 4,   /* descriptor on the recycling list             */
+};
+
+/* thread_free low bits: the remote-free notification protocol (heap.c). */
+#define TF_NORMAL    0u
+#define TF_NOTIFY    1u  /* span is in its owner's full list: tell it   */
+#define TF_NOTIFYING 2u  /* a remote free is telling the owner now      */
+#define TF_MASK      3u
+
+struct heap_s;
+struct arena_s;
+
+typedef struct span_s {
+  /* owner's hot fields */
+  block_t *free;             /* owner-local free list                    */
+  uint32_t used;             /* blocks out (remote frees not yet counted) */
+  uint8_t cls;
+  uint8_t kind;
+  uint8_t full;              /* linked in the owner's full list          */
+  uint8_t dirty;             /* FREE runs: pages may be resident         */
+  uint32_t block_size;
+  uint32_t capacity;
+  uint64_t div_magic;        /* interior-pointer check (alloc.c)         */
+  char *start;               /* first byte of the span                   */
+  size_t bytes;              /* span length (pages * PAGE_SIZE, or map)  */
+  char *bump;                /* small: first never-used block            */
+  char *bump_end;            /* small: start + capacity * block_size     */
+  struct heap_s *_Atomic owner;      /* NULL: abandoned / none           */
+  _Atomic uintptr_t thread_free;     /* remote frees | TF_* state        */
+  struct span_s *next, *prev;        /* the list the span is in          */
+  struct span_s *_Atomic remote_next;/* owner's notified-spans stack     */
+  struct arena_s *arena;             /* NULL for xlarge                  */
+  uint64_t freed_ms;                 /* FREE runs: when it became free   */
+  size_t map_bytes;                  /* xlarge: whole mapping length     */
+  char *map_base;                    /* xlarge: mapping start            */
+} span_t;
+
+typedef struct span_list_s {
+  span_t *first, *last;
+} span_list_t;
+
+/* ---- thread heap ------------------------------------------------------- */
+
+typedef struct heap_s {
+  span_t *current[NCLASSES];          /* malloc pops current[cls]->free */
+  span_list_t avail[NCLASSES];        /* spans with free room, current first */
+  span_list_t full;                   /* spans with no room left         */
+  span_t *_Atomic remote_spans;       /* full spans that got remote frees */
+  span_t *cache[HEAP_SPAN_CACHE];     /* empty spans kept for reuse      */
+  unsigned ncache;
+  pthread_t thread;
+  struct heap_s *next_heap;           /* list of every heap ever made    */
+  struct heap_s *next_pool;           /* pool of heaps of exited threads */
+  bool live;
+} heap_t;
+
+/* ---- arena ------------------------------------------------------------- */
+
+typedef struct arena_s {
+  char *base;
+  size_t size;
+  char *bump;        /* pages below have been handed to the page heap    */
+  char *commit_top;  /* pages below are read/write                       */
+  struct arena_s *next;
+} arena_t;
+
+/* ---- globals and layer interfaces -------------------------------------- */
+
+/* options.c */
+typedef struct options_s {
+  size_t arena_size;
+  long purge_delay_ms;
+  bool on_error_ignore;
+  bool show_stats;
+  bool verbose;
+} options_t;
+extern options_t lithe_opt INTERNAL;
+void options_init(void) INTERNAL;
+__attribute__((noreturn)) void lithe_fatal(const char *msg) INTERNAL;
+void lithe_report(const char *op, const void *p, const char *what) INTERNAL;
+void lithe_warn(const char *msg, size_t value) INTERNAL;
+void fmt_hex(char *out, uintptr_t v) INTERNAL;
+size_t fmt_dec(char *out, uint64_t v) INTERNAL;
+
+/* os.c: the only file that calls mmap / mprotect / madvise / munmap */
+size_t os_page_size(void) INTERNAL;
+void *os_reserve(size_t size, size_t align) INTERNAL;           /* PROT_NONE */
+void *os_reserve_readonly(size_t size) INTERNAL;                /* PROT_READ zero pages */
+bool os_commit(void *p, size_t size) INTERNAL;                  /* -> RW */
+void os_decommit(void *p, size_t size) INTERNAL;                /* -> PROT_NONE, pages freed */
+void os_purge(void *p, size_t size) INTERNAL;                   /* MADV_DONTNEED */
+void *os_map(size_t size, size_t align, size_t *mapped, void **base) INTERNAL; /* RW */
+void os_unmap(void *p, size_t size) INTERNAL;
+void *os_remap(void *p, size_t old_size, size_t new_size) INTERNAL;
+void os_random(void *buf, size_t n) INTERNAL;
+uint64_t os_now_ms(void) INTERNAL;
+typedef struct os_stats_s {
+  _Atomic size_t reserved, committed, purged, os_calls, purges, metadata;
+} os_stats_t;
+extern os_stats_t os_stats INTERNAL;
+
+/* pagemap.c */
+extern span_t **_Atomic pagemap_l1[L1_COUNT] INTERNAL;
+bool pagemap_ensure(const void *p, size_t size) INTERNAL;  /* commit L2 for range */
+void pagemap_set(const void *p, size_t npages, span_t *s) INTERNAL;
+void pagemap_set_one(const void *p, span_t *s) INTERNAL;
+
+static inline span_t *pagemap_lookup(const void *p) {
+  uintptr_t a = (uintptr_t)p;
+  if (unlikely(a >> ADDR_BITS)) return NULL;
+  span_t **l2 = atomic_load_explicit(&pagemap_l1[a >> L1_SHIFT], memory_order_relaxed);
+  if (unlikely(l2 == NULL)) return NULL;
+  return l2[(a >> PAGE_SHIFT) & (L2_COUNT - 1)];
+}
+
+/* meta.c: fixed metadata (span descriptors, heaps, arenas) */
+void *meta_alloc(size_t size) INTERNAL;   /* zeroed, never returned to OS */
+span_t *span_desc_alloc(void) INTERNAL;
+void span_desc_free(span_t *s) INTERNAL;
+
+/* sizeclass.c */
+extern uint8_t class_lut[LUT_MAX / 16 + 1] INTERNAL;
+extern uint32_t class_size[NCLASSES] INTERNAL;
+extern uint32_t class_span_bytes[NCLASSES] INTERNAL;
+void sizeclass_init(void) INTERNAL;
+
+static inline unsigned size_class(size_t n) {
+  if (likely(n <= LUT_MAX)) return class_lut[(n + 15) >> 4];
+  unsigned k = 63u - (unsigned)__builtin_clzll(n - 1); /* 2^k < n <= 2^(k+1) */
+  unsigned j = (unsigned)((n - 1) >> (k - 2)) & 3u;
+  return 9u + (k - 7u) * 4u + j;
+}
+
+/* arena.c: arenas and the page heap */
+extern pthread_mutex_t pages_lock INTERNAL;
+extern size_t large_max INTERNAL;
+span_t *pages_alloc(size_t npages, size_t align) INTERNAL;   /* kind FREE->caller sets */
+void pages_free(span_t *s) INTERNAL;                          /* takes pages_lock */
+bool pages_try_resize(span_t *s, size_t npages) INTERNAL;      /* grow/shrink in place */
+size_t pages_collect(bool force) INTERNAL;                    /* purge; returns bytes */
+void pages_init(void) INTERNAL;
+size_t pages_arena_count(void) INTERNAL;
+
+/* span.c */
+void span_init_small(span_t *s, unsigned cls) INTERNAL;
+bool span_extend(span_t *s) INTERNAL;
+uint32_t span_collect_remote(span_t *s) INTERNAL;
+bool span_contains_free(span_t *s, block_t *b) INTERNAL;
+
+/* heap.c: thread heaps */
+extern __thread heap_t *lithe_tls_heap INTERNAL __attribute__((tls_model("initial-exec")));
+extern heap_t lithe_empty_heap INTERNAL;
+extern span_t lithe_empty_span INTERNAL;
+extern uintptr_t lithe_free_key INTERNAL;
+void *heap_malloc_generic(heap_t *h, size_t size) INTERNAL;
+void *heap_malloc_class(heap_t *h, unsigned cls) INTERNAL;
+void heap_free_local_slow(heap_t *h, span_t *s) INTERNAL;
+void heap_free_remote(span_t *s, block_t *b) INTERNAL;
+void heap_collect(heap_t *h, bool force) INTERNAL;
+void heaps_collect_abandoned(void) INTERNAL;
+void heaps_stats(size_t *live, size_t *created, size_t *small_spans, size_t *abandoned) INTERNAL;
+void heap_thread_exit(void *arg) INTERNAL;
+void heap_fork_prepare(void) INTERNAL;
+void heap_fork_parent(void) INTERNAL;
+void heap_fork_child(void) INTERNAL;
+
+/* large.c */
+void *large_alloc(size_t size, size_t align) INTERNAL;
+void *large_alloc_zero(size_t size, size_t align, bool zero) INTERNAL;
+void large_free(span_t *s) INTERNAL;
+void *large_realloc(span_t *s, size_t size) INTERNAL;
+extern _Atomic size_t large_live, xlarge_live, xlarge_bytes INTERNAL;
+
+/* alloc.c: the API behind the exported names of override.c */
+void *lt_malloc(size_t n) INTERNAL;
+void lt_free(void *p) INTERNAL;
+void lt_free_sized(void *p, size_t size) INTERNAL;
+void *lt_calloc(size_t count, size_t size) INTERNAL;
+void *lt_realloc(void *p, size_t n) INTERNAL;
+void *lt_reallocarray(void *p, size_t count, size_t size) INTERNAL;
+int lt_posix_memalign(void **out, size_t align, size_t n) INTERNAL;
+void *lt_aligned_alloc(size_t align, size_t n) INTERNAL;
+void *lt_memalign(size_t align, size_t n) INTERNAL;
+void *lt_valloc(size_t n) INTERNAL;
+void *lt_pvalloc(size_t n) INTERNAL;
+size_t lt_malloc_usable_size(const void *p) INTERNAL;
+void lt_collect(bool force) INTERNAL;
+int lt_malloc_trim(size_t pad) INTERNAL;
+
+/* init.c: process set-up, fork handling */
+void lithe_process_init(void) INTERNAL;
+extern _Atomic int lithe_initialized INTERNAL;
+
+/* list helpers */
+static inline void list_push_front(span_list_t *l, span_t *s) {
+  s->prev = NULL;
+  s->next = l->first;
+  if (l->first) l->first->prev = s; else l->last = s;
+  l->first = s;
+}
+static inline void list_push_back(span_list_t *l, span_t *s) {
+  s->next = NULL;
+  s->prev = l->last;
+  if (l->last) l->last->next = s; else l->first = s;
+  l->last = s;
+}
+static inline void list_remove(span_list_t *l, span_t *s) {
+  if (s->prev) s->prev->next = s->next; else l->first = s->next;
+  if (s->next) s->next->prev = s->prev; else l->last = s->prev;
+  s->next = s->prev = NULL;
+}
+
+static inline size_t align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
+
+#endif

@@ -1,0 +1,98 @@
+/* large.c — objects too big for a size class.
+ *
+ *   large   SMALL_MAX < size <= large_max: a run of pages from the page
+ *           heap (arena.c), reused before it is purged; realloc grows and
+ *           shrinks it in place when the neighbouring pages allow.
+ *   xlarge  above large_max: a mapping of its own, unmapped on free, and
+ *           resized with mremap (no copy) by realloc.
+ * large_max is 16 MiB, or a quarter of an arena when arenas are smaller. */
+#include <errno.h>
+#include <string.h>
+#include "internal.h"
+
+_Atomic size_t large_live, xlarge_live, xlarge_bytes;
+
+static void *xlarge_alloc(size_t size, size_t align, bool zero) {
+  (void)zero; /* fresh mappings read as zero */
+  size_t mapped;
+  void *base;
+  if (align < PAGE_SIZE) align = PAGE_SIZE;
+  char *p = os_map(align_up(size, PAGE_SIZE), align, &mapped, &base);
+  if (!p) return NULL;
+  span_t *s = span_desc_alloc();
+  if (!s || !pagemap_ensure(p, PAGE_SIZE)) {
+    if (s) span_desc_free(s);
+    os_unmap(base, mapped);
+    return NULL;
+  }
+  s->kind = SPAN_XLARGE;
+  s->start = p;
+  s->bytes = mapped;
+  s->map_base = base;
+  s->map_bytes = mapped;
+  s->block_size = (uint32_t)(align > PAGE_SIZE ? 1 : 0); /* 1: must keep its alignment */
+  pagemap_set_one(p, s);
+  atomic_fetch_add_explicit(&xlarge_live, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&xlarge_bytes, mapped, memory_order_relaxed);
+  return p;
+}
+
+void *large_alloc(size_t size, size_t align) {
+  return large_alloc_zero(size, align, false);
+}
+
+void *large_alloc_zero(size_t size, size_t align, bool zero) {
+  if (unlikely(size > ALLOC_MAX || align > ALLOC_MAX)) { errno = ENOMEM; return NULL; }
+  void *p = NULL;
+  if (size <= large_max && align <= large_max) {
+    span_t *s = pages_alloc(align_up(size, PAGE_SIZE) >> PAGE_SHIFT, align);
+    if (s) {
+      s->kind = SPAN_LARGE;
+      atomic_store_explicit(&s->owner, NULL, memory_order_relaxed);
+      atomic_fetch_add_explicit(&large_live, 1, memory_order_relaxed);
+      if (zero && s->dirty) memset(s->start, 0, size);
+      p = s->start;
+    }
+  } else {
+    p = xlarge_alloc(size, align, zero);
+  }
+  if (!p) errno = ENOMEM;
+  return p;
+}
+
+void large_free(span_t *s) {
+  if (s->kind == SPAN_XLARGE) {
+    pagemap_set_one(s->start, NULL);
+    atomic_fetch_sub_explicit(&xlarge_live, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&xlarge_bytes, s->map_bytes, memory_order_relaxed);
+    os_unmap(s->map_base, s->map_bytes);
+    span_desc_free(s);
+    return;
+  }
+  atomic_fetch_sub_explicit(&large_live, 1, memory_order_relaxed);
+  pages_free(s);
+}
+
+/* Resize in place (large: neighbouring pages; xlarge: mremap).  Returns the
+ * object's (possibly moved, for xlarge) address, or NULL to copy instead. */
+void *large_realloc(span_t *s, size_t size) {
+  if (s->kind == SPAN_LARGE) {
+    if (size <= SMALL_MAX || size > large_max) return NULL;
+    return pages_try_resize(s, align_up(size, PAGE_SIZE) >> PAGE_SHIFT) ? s->start : NULL;
+  }
+  if (size <= large_max || s->block_size /* aligned */) return NULL;
+  size_t bytes = align_up(size, PAGE_SIZE);
+  if (bytes == s->map_bytes) return s->start;
+  char *q = os_remap(s->map_base, s->map_bytes, bytes);
+  if (!q) return NULL;
+  if (!pagemap_ensure(q, PAGE_SIZE)) {
+    /* cannot index the new place: move back is not possible; keep it usable */
+    lithe_fatal("pagemap commit failed after mremap");
+  }
+  atomic_fetch_add_explicit(&xlarge_bytes, bytes - s->map_bytes, memory_order_relaxed);
+  if (q != s->start) pagemap_set_one(s->start, NULL);
+  s->start = s->map_base = q;
+  s->bytes = s->map_bytes = bytes;
+  pagemap_set_one(q, s);
+  return q;
+}

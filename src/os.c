@@ -1,0 +1,151 @@
+/* os.c — the only code that talks to the kernel about memory.
+ *
+ * Four states of address space (as in Go's runtime):
+ *   reserved   mmap(PROT_NONE): owned, faults, not charged to the process;
+ *   committed  mprotect(READ|WRITE): charged (VmData / Committed_AS),
+ *              backed on first touch;
+ *   purged     madvise(MADV_DONTNEED): still committed, pages given back,
+ *              read as zero on next touch;
+ *   released   munmap.
+ * Commit is a separate step so that a reserved-but-unused arena costs
+ * nothing under strict overcommit; every call is counted for statistics. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+#include "internal.h"
+
+os_stats_t os_stats;
+
+static size_t page_size_cache;
+
+size_t os_page_size(void) {
+  if (!page_size_cache) {
+    long p = sysconf(_SC_PAGESIZE);
+    page_size_cache = p > 0 ? (size_t)p : 4096;
+  }
+  return page_size_cache;
+}
+
+static inline void count_call(void) {
+  atomic_fetch_add_explicit(&os_stats.os_calls, 1, memory_order_relaxed);
+}
+
+/* mmap `size` bytes aligned to `align` (a power of two >= OS page) with the
+ * given protection; over-map and trim the ends.  *base_out/mapped_out, when
+ * asked, get the exact mapping kept (which equals the result here). */
+static void *map_aligned(size_t size, size_t align, int prot, int extra_flags) {
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | extra_flags;
+  size_t ps = os_page_size();
+  if (align < ps) align = ps;
+  size = align_up(size, ps);
+  count_call();
+  void *p = mmap(NULL, size, prot, flags, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+  if (((uintptr_t)p & (align - 1)) == 0) return p;
+  /* Misaligned: retry with room to trim. */
+  count_call();
+  munmap(p, size);
+  size_t over = size + align - ps;
+  if (over < size) return NULL;
+  count_call();
+  char *q = mmap(NULL, over, prot, flags, -1, 0);
+  if (q == MAP_FAILED) return NULL;
+  char *a = (char *)align_up((uintptr_t)q, align);
+  if (a > q) { count_call(); munmap(q, (size_t)(a - q)); }
+  char *end = q + over, *aend = a + size;
+  if (end > aend) { count_call(); munmap(aend, (size_t)(end - aend)); }
+  return a;
+}
+
+void *os_reserve(size_t size, size_t align) {
+  void *p = map_aligned(size, align, PROT_NONE, 0);
+  if (p) atomic_fetch_add_explicit(&os_stats.reserved, size, memory_order_relaxed);
+  return p;
+}
+
+/* Read-only zero pages: reading an unused part returns 0 (safe for the
+ * pagemap's lookups of foreign pointers); not writable, so not charged. */
+void *os_reserve_readonly(size_t size) {
+  void *p = map_aligned(size, 0, PROT_READ, 0);
+  if (p) atomic_fetch_add_explicit(&os_stats.reserved, size, memory_order_relaxed);
+  return p;
+}
+
+bool os_commit(void *p, size_t size) {
+  count_call();
+  if (mprotect(p, size, PROT_READ | PROT_WRITE) != 0) {
+    if (lithe_opt.verbose) lithe_warn("mprotect(commit) failed, errno", (size_t)errno);
+    return false;
+  }
+  atomic_fetch_add_explicit(&os_stats.committed, size, memory_order_relaxed);
+  return true;
+}
+
+/* Give the pages back and stop the charge: a fresh PROT_NONE mapping over
+ * the range drops both the pages and the commit in one call. */
+void os_decommit(void *p, size_t size) {
+  count_call();
+  void *q = mmap(p, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  if (q == MAP_FAILED) { os_purge(p, size); return; }
+  atomic_fetch_sub_explicit(&os_stats.committed, size, memory_order_relaxed);
+}
+
+void os_purge(void *p, size_t size) {
+  count_call();
+  atomic_fetch_add_explicit(&os_stats.purges, 1, memory_order_relaxed);
+  madvise(p, size, MADV_DONTNEED);
+}
+
+/* A read/write mapping of its own (xlarge objects). */
+void *os_map(size_t size, size_t align, size_t *mapped, void **base) {
+  size_t ps = os_page_size();
+  size = align_up(size, ps);
+  void *p = map_aligned(size, align, PROT_READ | PROT_WRITE, 0);
+  if (!p) return NULL;
+  *mapped = size;
+  *base = p;
+  atomic_fetch_add_explicit(&os_stats.reserved, size, memory_order_relaxed);
+  atomic_fetch_add_explicit(&os_stats.committed, size, memory_order_relaxed);
+  return p;
+}
+
+void os_unmap(void *p, size_t size) {
+  count_call();
+  munmap(p, size);
+  atomic_fetch_sub_explicit(&os_stats.reserved, size, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&os_stats.committed, size, memory_order_relaxed);
+}
+
+/* Resize an os_map mapping, moving it if needed (page tables move, the
+ * bytes are not copied).  NULL if the kernel refuses. */
+void *os_remap(void *p, size_t old_size, size_t new_size) {
+  count_call();
+  void *q = mremap(p, old_size, new_size, MREMAP_MAYMOVE);
+  if (q == MAP_FAILED) return NULL;
+  atomic_fetch_add_explicit(&os_stats.reserved, new_size - old_size, memory_order_relaxed);
+  atomic_fetch_add_explicit(&os_stats.committed, new_size - old_size, memory_order_relaxed);
+  return q;
+}
+
+void os_random(void *buf, size_t n) {
+  if (getrandom(buf, n, GRND_NONBLOCK) == (ssize_t)n) return;
+  /* Fallback: clock and address entropy. */
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uintptr_t)buf ^ (uint64_t)getpid() << 16;
+  unsigned char *b = buf;
+  for (size_t i = 0; i < n; i++) {
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    b[i] = (unsigned char)x;
+  }
+}
+
+uint64_t os_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}

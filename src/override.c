@@ -1,0 +1,90 @@
+/* override.c — the symbols a program sees: the lithe_ API, the standard
+ * malloc family (so LD_PRELOAD or -llithe replaces the system allocator),
+ * and the C++ operators new/delete, defined from C under their mangled
+ * names.  Each is a thin wrapper (a tail jump) over alloc.c. */
+#include <errno.h>
+#include <stddef.h>
+#include "internal.h"
+
+/* lithe_NAME and NAME are the same function. */
+#define EXPORT(ret, name, params, args)                                   \
+  LITHE_API ret lithe_##name params { return lt_##name args; }           \
+  LITHE_API ret name params __attribute__((alias("lithe_" #name)));
+
+EXPORT(void *, malloc, (size_t n), (n))
+EXPORT(void *, calloc, (size_t c, size_t n), (c, n))
+EXPORT(void *, realloc, (void *p, size_t n), (p, n))
+EXPORT(void *, reallocarray, (void *p, size_t c, size_t n), (p, c, n))
+EXPORT(int, posix_memalign, (void **out, size_t a, size_t n), (out, a, n))
+EXPORT(void *, aligned_alloc, (size_t a, size_t n), (a, n))
+EXPORT(void *, memalign, (size_t a, size_t n), (a, n))
+EXPORT(void *, valloc, (size_t n), (n))
+EXPORT(void *, pvalloc, (size_t n), (n))
+EXPORT(size_t, malloc_usable_size, (const void *p), (p))
+EXPORT(int, malloc_trim, (size_t pad), (pad))
+EXPORT(void, free_sized, (void *p, size_t n), (p, n))
+
+LITHE_API void lithe_free(void *p) { lt_free(p); }
+LITHE_API void free(void *p) __attribute__((alias("lithe_free")));
+LITHE_API void cfree(void *p) __attribute__((alias("lithe_free")));
+LITHE_API void lithe_collect(bool force) { lt_collect(force); }
+
+/* ---- C++ --------------------------------------------------------------- */
+/* libstdc++'s std::get_new_handler() and std::__throw_bad_alloc(), reached
+ * as weak references so a C program links without libstdc++. */
+typedef void (*new_handler_t)(void);
+extern new_handler_t _ZSt15get_new_handlerv(void) __attribute__((weak));
+extern void _ZSt17__throw_bad_allocv(void) __attribute__((weak, noreturn));
+
+/* operator new failed: call the new-handler and retry, as C++ requires;
+ * with none, throw std::bad_alloc (or return NULL for the nothrow forms). */
+static NOINLINE void *new_failed(size_t n, size_t align, bool nothrow) {
+  for (;;) {
+    new_handler_t h = _ZSt15get_new_handlerv ? _ZSt15get_new_handlerv() : NULL;
+    if (!h) {
+      if (nothrow) return NULL;
+      if (_ZSt17__throw_bad_allocv) _ZSt17__throw_bad_allocv();
+      lithe_fatal("operator new: out of memory and no C++ runtime to throw std::bad_alloc");
+    }
+    h();
+    void *p = align > 16 ? lt_aligned_alloc(align, n) : lt_malloc(n);
+    if (p) return p;
+  }
+}
+
+static inline void *cxx_new(size_t n) {
+  void *p = lt_malloc(n);
+  return likely(p != NULL) ? p : new_failed(n, 0, false);
+}
+static inline void *cxx_new_nothrow(size_t n) {
+  void *p = lt_malloc(n);
+  return likely(p != NULL) ? p : new_failed(n, 0, true);
+}
+static inline void *cxx_new_aligned(size_t n, size_t a, bool nothrow) {
+  void *p = (a & (a - 1)) == 0 ? lt_aligned_alloc(a, n) : NULL;
+  return likely(p != NULL) ? p : new_failed(n, a, nothrow);
+}
+
+typedef struct nothrow_s nothrow_t;
+/* new / new[] */
+LITHE_API void *_Znwm(size_t n) { return cxx_new(n); }
+LITHE_API void *_Znam(size_t n) { return cxx_new(n); }
+LITHE_API void *_ZnwmRKSt9nothrow_t(size_t n, const nothrow_t *t) { (void)t; return cxx_new_nothrow(n); }
+LITHE_API void *_ZnamRKSt9nothrow_t(size_t n, const nothrow_t *t) { (void)t; return cxx_new_nothrow(n); }
+LITHE_API void *_ZnwmSt11align_val_t(size_t n, size_t a) { return cxx_new_aligned(n, a, false); }
+LITHE_API void *_ZnamSt11align_val_t(size_t n, size_t a) { return cxx_new_aligned(n, a, false); }
+LITHE_API void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t a, const nothrow_t *t) { (void)t; return cxx_new_aligned(n, a, true); }
+LITHE_API void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t a, const nothrow_t *t) { (void)t; return cxx_new_aligned(n, a, true); }
+/* delete / delete[]: plain, sized, aligned, nothrow */
+LITHE_API void _ZdlPv(void *p) { lt_free(p); }
+LITHE_API void _ZdaPv(void *p) { lt_free(p); }
+LITHE_API void _ZdlPvm(void *p, size_t n) { lt_free_sized(p, n); }
+LITHE_API void _ZdaPvm(void *p, size_t n) { lt_free_sized(p, n); }
+LITHE_API void _ZdlPvRKSt9nothrow_t(void *p, const nothrow_t *t) { (void)t; lt_free(p); }
+LITHE_API void _ZdaPvRKSt9nothrow_t(void *p, const nothrow_t *t) { (void)t; lt_free(p); }
+LITHE_API void _ZdlPvSt11align_val_t(void *p, size_t a) { (void)a; lt_free(p); }
+LITHE_API void _ZdaPvSt11align_val_t(void *p, size_t a) { (void)a; lt_free(p); }
+LITHE_API void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a) { (void)a; lt_free_sized(p, n); }
+LITHE_API void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a) { (void)a; lt_free_sized(p, n); }
+LITHE_API void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const nothrow_t *t) { (void)a; (void)t; lt_free(p); }
+LITHE_API void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const nothrow_t *t) { (void)a; (void)t; lt_free(p); }

@@ -1,0 +1,62 @@
+/* pagemap.c — address -> span descriptor, in O(1), for any address.
+ *
+ * Two levels, as Go's arena index (seed 000):
+ *   L1: 4096 pointers in .bss (32 KiB), indexed by address bits 47..36;
+ *   L2: one per 64 GiB of address space actually used, 2^23 entries (one per
+ *       8 KiB page), reserved PROT_READ (64 MiB of zero pages: readable, so a
+ *       lookup of a foreign pointer reads 0 instead of faulting; not
+ *       writable, so not charged) and committed in 64 KiB pieces, each
+ *       covering 64 MiB of address space, only where lithe maps memory.
+ * So the committed size of the map grows with the heap (8 bytes per 8 KiB
+ * page = 0.1 %), never with the address space.  Entries are written under
+ * pagemap_lock or by the owner of the pages; readers take no lock.  This
+ * map is also how free() proves a pointer is lithe's. */
+#include <string.h>
+#include "internal.h"
+
+span_t **_Atomic pagemap_l1[L1_COUNT];
+static uint64_t *l2_pieces[L1_COUNT]; /* bitmap: which 64 KiB pieces are RW */
+pthread_mutex_t pagemap_lock = PTHREAD_MUTEX_INITIALIZER;
+
+#define PIECE_ENTRIES (L2_PIECE / sizeof(span_t *))
+#define PIECES_PER_L2 (L2_COUNT / PIECE_ENTRIES)
+
+/* Make the L2 entries for [p, p+size) writable. */
+bool pagemap_ensure(const void *p, size_t size) {
+  uintptr_t a = (uintptr_t)p, end = a + size - 1;
+  if ((a >> ADDR_BITS) || (end >> ADDR_BITS)) return false;
+  bool ok = true;
+  pthread_mutex_lock(&pagemap_lock);
+  for (uintptr_t page = a >> PAGE_SHIFT; page <= end >> PAGE_SHIFT;) {
+    size_t i1 = page >> (L1_SHIFT - PAGE_SHIFT);
+    span_t **l2 = atomic_load_explicit(&pagemap_l1[i1], memory_order_relaxed);
+    if (!l2) {
+      l2 = os_reserve_readonly(L2_COUNT * sizeof(span_t *));
+      uint64_t *bits = meta_alloc(PIECES_PER_L2 / 8);
+      if (!l2 || !bits) { ok = false; break; }
+      l2_pieces[i1] = bits;
+      atomic_store_explicit(&pagemap_l1[i1], l2, memory_order_release);
+    }
+    size_t i2 = page & (L2_COUNT - 1);
+    size_t piece = i2 / PIECE_ENTRIES;
+    if (!(l2_pieces[i1][piece / 64] & (1ull << (piece % 64)))) {
+      if (!os_commit(&l2[piece * PIECE_ENTRIES], L2_PIECE)) { ok = false; break; }
+      atomic_fetch_add_explicit(&os_stats.metadata, L2_PIECE, memory_order_relaxed);
+      l2_pieces[i1][piece / 64] |= 1ull << (piece % 64);
+    }
+    page = (page | (PIECE_ENTRIES - 1)) + 1; /* next piece */
+  }
+  pthread_mutex_unlock(&pagemap_lock);
+  return ok;
+}
+
+/* Callers have ensured the range. */
+void pagemap_set(const void *p, size_t npages, span_t *s) {
+  uintptr_t page = (uintptr_t)p >> PAGE_SHIFT;
+  for (size_t i = 0; i < npages; i++, page++) {
+    span_t **l2 = atomic_load_explicit(&pagemap_l1[page >> (L1_SHIFT - PAGE_SHIFT)], memory_order_relaxed);
+    l2[page & (L2_COUNT - 1)] = s;
+  }
+}
+
+void pagemap_set_one(const void *p, span_t *s) { pagemap_set(p, 1, s); }

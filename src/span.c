@@ -1,0 +1,80 @@
+/* span.c — a span holds objects of one small size class.
+ *
+ * Its owner thread pops blocks from `free` and pushes its own frees back on
+ * it (no atomics).  Other threads push their frees on `thread_free` with a
+ * CAS; the owner takes that whole list with one exchange when `free` runs
+ * dry.  Blocks are carved lazily from `bump`, one OS page worth at a time,
+ * so a span costs resident memory only for what was used. */
+#include "internal.h"
+
+void span_init_small(span_t *s, unsigned cls) {
+  uint32_t size = class_size[cls];
+  s->kind = SPAN_SMALL;
+  s->cls = (uint8_t)cls;
+  s->block_size = size;
+  s->capacity = (uint32_t)(s->bytes / size);
+  /* Lemire's divisibility test: off % size == 0  <=>  off * M <= M - 1
+   * with M = 2^64 / size rounded up, for 32-bit off. */
+  s->div_magic = UINT64_MAX / size + 1;
+  s->free = NULL;
+  s->used = 0;
+  s->full = 0;
+  s->bump = s->start;
+  s->bump_end = s->start + (size_t)s->capacity * size;
+  atomic_store_explicit(&s->thread_free, 0, memory_order_relaxed);
+  atomic_store_explicit(&s->remote_next, NULL, memory_order_relaxed);
+}
+
+/* Carve the next slice of never-used blocks onto the free list. */
+bool span_extend(span_t *s) {
+  size_t size = s->block_size;
+  size_t left = (size_t)(s->bump_end - s->bump) / size;
+  if (left == 0) return false;
+  size_t n = EXTEND_BYTES / size;
+  if (n == 0) n = 1;
+  if (n > left) n = left;
+  char *p = s->bump;
+  block_t *head = s->free;
+  for (size_t i = n; i-- > 0;) {
+    block_t *b = (block_t *)(p + i * size);
+    b->next = head;
+    head = b;
+  }
+  s->free = head;
+  s->bump = p + n * size;
+  return true;
+}
+
+/* Take the blocks other threads freed (keeping the notify state bits). */
+uint32_t span_collect_remote(span_t *s) {
+  uintptr_t tf = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
+  do {
+    if ((tf & ~(uintptr_t)TF_MASK) == 0) return 0;
+  } while (!atomic_compare_exchange_weak_explicit(&s->thread_free, &tf, tf & TF_MASK,
+                                                  memory_order_acquire, memory_order_relaxed));
+  block_t *list = (block_t *)(tf & ~(uintptr_t)TF_MASK), *tail = list;
+  uint32_t n = 1;
+  while (tail->next) { tail = tail->next; n++; }
+  tail->next = s->free;
+  s->free = list;
+  s->used -= n;
+  return n;
+}
+
+static bool list_has(span_t *s, block_t *list, block_t *b) {
+  /* bounded and range-checked: a corrupted list must not take us astray */
+  for (uint32_t i = 0; list && i <= s->capacity; i++) {
+    if (list == b) return true;
+    if ((char *)list < s->start || (char *)list >= s->bump_end) return false;
+    list = list->next;
+  }
+  return false;
+}
+
+/* Slow confirmation of a suspected double free: is b already free? */
+bool span_contains_free(span_t *s, block_t *b) {
+  if ((char *)b >= s->bump) return true; /* never handed out */
+  if (list_has(s, s->free, b)) return true;
+  uintptr_t tf = atomic_load_explicit(&s->thread_free, memory_order_acquire);
+  return list_has(s, (block_t *)(tf & ~(uintptr_t)TF_MASK), b);
+}
