@@ -102,20 +102,41 @@ static void legend(FILE *f, const results *r, int x, int y) {
 
 /* ---- bar chart -------------------------------------------------------- */
 
+/* units drawn in a chart of their own; the others go together into
+ * chart-other.svg (e.g. the four figures of bench-commit) */
+static int own_chart(const series *s, int ns, const char *unit) {
+  if (!strcmp(unit, "ns/op") || !strcmp(unit, "peak-kB") || !strcmp(unit, "end-kB")) return 1;
+  int c = 0;
+  for (int k = 0; k < ns; k++)
+    if (!strcmp(s[k].unit, unit) && !is_multi_thread(s, ns, &s[k])) c++;
+  return c >= 3;
+}
+
+/* row label: the metric, plus the unit in the mixed chart */
+static void row_label(char *b, size_t n, const series *x, int mixed) {
+  if (mixed) snprintf(b, n, "%s (%s)", x->metric, x->unit);
+  else snprintf(b, n, "%s", x->metric);
+}
+
+/* unit NULL: the mixed chart of every unit without a chart of its own */
 static int bar_chart(const results *r, const series *s, int ns, const char *unit,
                      const char *path) {
+  int mixed = unit == NULL;
+  char lbl[512];
   int base = results_baseline(r);
   int navail = 0;
   for (int a = 0; a < r->nalloc; a++) navail += r->allocs[a].available;
-  int hib = fmt_higher_is_better(unit);
+  int hib = mixed ? 0 : fmt_higher_is_better(unit);
   /* the series shown */
   int *idx = malloc(sizeof(int) * (size_t)(ns + 1)), ni = 0;
   int labw = 0;
   double maxl = 0;
   for (int k = 0; k < ns; k++) {
-    if (strcmp(s[k].unit, unit) || is_multi_thread(s, ns, &s[k])) continue;
+    if (is_multi_thread(s, ns, &s[k])) continue;
+    if (mixed ? own_chart(s, ns, s[k].unit) : strcmp(s[k].unit, unit) != 0) continue;
     idx[ni++] = k;
-    int l = (int)strlen(s[k].metric);
+    row_label(lbl, sizeof lbl, &s[k], mixed);
+    int l = (int)strlen(lbl);
     if (l > labw) labw = l;
     int n;
     double b = center(r, &s[k], base, &n);
@@ -155,7 +176,7 @@ static int bar_chart(const results *r, const series *s, int ns, const char *unit
   fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H);
   fprintf(f, "<text x=\"%d\" y=\"24\" font-size=\"17\" font-weight=\"bold\">", labx);
   {
-    const char *cap = fmt_unit_caption(unit);
+    const char *cap = mixed ? "other figures" : fmt_unit_caption(unit);
     char t[256];
     snprintf(t, sizeof t, "%c%s by benchmark, normalised to %s = 1", cap[0] - 32 * (cap[0] >= 'a' && cap[0] <= 'z'),
              cap + 1, r->allocs[base].name);
@@ -217,7 +238,8 @@ static int bar_chart(const results *r, const series *s, int ns, const char *unit
       fprintf(f, "<rect x=\"4\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#f4f6f8\"/>\n", y - 3,
               W - 8, gh + 6);
     fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\">", labx, y + gh / 2 + 4);
-    esc(f, x->metric);
+    row_label(lbl, sizeof lbl, x, mixed);
+    esc(f, lbl);
     fputs("</text>\n", f);
     int nb;
     double b = center(r, x, base, &nb);
@@ -241,7 +263,7 @@ static int bar_chart(const results *r, const series *s, int ns, const char *unit
       if (a == base) {
         fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"3\" height=\"%d\" fill=\"%s\"/>\n", cx - 1,
                 ry + 1, rowh - 3, col);
-        fmt_scaled(lab, sizeof lab, v, v, unit);
+        fmt_scaled(lab, sizeof lab, v, v, x->unit);
         fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"10\" fill=\"#333\">= ", cx + 6, ry + 10);
         esc(f, lab);
         fputs("</text>\n", f);
@@ -444,12 +466,26 @@ int svg_write_all(const results *r, const series *s, int ns, const char *dir, ch
     for (int d = 0; d < nd; d++) seen |= !strcmp(done[d], s[k].unit);
     if (seen || nd == 64) continue;
     done[nd++] = s[k].unit;
+    if (!own_chart(s, ns, s[k].unit)) continue;
     char slug[64], path[4096], *name;
     name = xasprintf("chart-%s.svg", unit_slug(s[k].unit, slug, sizeof slug));
     snprintf(path, sizeof path, "%s/%s", dir, name);
     if (bar_chart(r, s, ns, s[k].unit, path) > 0) {
       names[count] = name;
       captions[count] = xasprintf("%s, normalised to %s", fmt_unit_caption(s[k].unit),
+                                  r->allocs[results_baseline(r)].name);
+      count++;
+    } else {
+      free(name);
+    }
+  }
+  /* everything else in one chart */
+  if (count < max) {
+    char path[4096], *name = xstrdup("chart-other.svg");
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (bar_chart(r, s, ns, NULL, path) > 0) {
+      names[count] = name;
+      captions[count] = xasprintf("other figures, normalised to %s",
                                   r->allocs[results_baseline(r)].name);
       count++;
     } else {
