@@ -292,9 +292,27 @@ static int select_jobs(results *r, const char *only) {
     }
   }
   int k = 0;
-  for (int j = 0; j < r->njob; j++)
-    if (keep[j]) r->jobs[k++] = r->jobs[j];
+  for (int j = 0; j < r->njob; j++) {
+    int to = keep[j] ? k++ : -1;
+    if (to >= 0) r->jobs[to] = r->jobs[j];
+    keep[j] = to; /* now: old index -> new index, -1 = dropped */
+  }
   r->njob = k;
+  /* with --report the store already holds data: renumber it */
+  size_t m = 0;
+  for (size_t i = 0; i < r->nsample; i++)
+    if (keep[r->samples[i].job] >= 0) {
+      r->samples[m] = r->samples[i];
+      r->samples[m++].job = keep[r->samples[i].job];
+    }
+  r->nsample = m;
+  m = 0;
+  for (size_t i = 0; i < r->nevent; i++)
+    if (keep[r->events[i].job] >= 0) {
+      r->events[m] = r->events[i];
+      r->events[m++].job = keep[r->events[i].job];
+    }
+  r->nevent = m;
   free(keep);
   free(list);
   return ok;
