@@ -16,6 +16,7 @@
 #include <glob.h>
 #include <libgen.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,8 @@
 #define DEFAULT_BENCHTIME "0.1"
 #define DEFAULT_TIMEOUT 600
 #define QUICK_TIMEOUT 60     /* --quick: the whole suite should take under a minute */
+#define SLOW_FACTOR 20       /* default limit: 20x the slowest successful run so far... */
+#define MIN_TIMEOUT 30       /* ... but at least 30 s */
 
 static const char *mallocbench_names[] = {"churn",    "list_allocate",    "tree_allocate",
                                           "tree_churn", "fragment",       "fragment_iterate",
@@ -71,13 +74,14 @@ static void usage(FILE *f) {
           "  --traces DIR       where *.ltrace.xz live (default bench/traces of the source tree)\n"
           "  --bin-dir DIR      where the benchmark programs are (default: next to lithe-bench)\n"
           "  --median           summarise with median ± 95%% CI instead of mean ± spread\n"
-          "  --timeout S        kill a benchmark process after S seconds (FAIL; default %d,\n"
-          "                     with --quick %d)\n"
+          "  --timeout S        kill a benchmark process after S seconds (FAIL); default:\n"
+          "                     %dx the slowest successful run of that benchmark so far,\n"
+          "                     at least %d s, at most %d (--quick %d)\n"
           "  --report DIR       do not run: re-read DIR/results.tsv and write the report\n"
           "  --check            exit 1 unless every selected benchmark produced figures\n"
           "  --list             print the benchmark list and exit\n",
-          STARTUP_FACTOR, DEFAULT_RUNS, DEFAULT_BUDGET, DEFAULT_INNER_RUNS, DEFAULT_BENCHTIME, DEFAULT_TIMEOUT,
-          QUICK_TIMEOUT);
+          STARTUP_FACTOR, DEFAULT_RUNS, DEFAULT_BUDGET, DEFAULT_INNER_RUNS, DEFAULT_BENCHTIME, SLOW_FACTOR,
+          MIN_TIMEOUT, DEFAULT_TIMEOUT, QUICK_TIMEOUT);
 }
 
 static int file_exists(const char *p) {
@@ -538,6 +542,7 @@ int main(int argc, char **argv) {
   }
   if (lo.quick && !runs_given) lo.runs = 1;
   if (lo.quick || runs_given) budget = 0; /* a fixed number of runs */
+  int timeout_given = timeout > 0;
   if (timeout <= 0) timeout = lo.quick ? QUICK_TIMEOUT : DEFAULT_TIMEOUT;
   if (lo.runs < 1 || lo.inner_runs < 1) {
     fprintf(stderr, "lithe-bench: --runs and --inner-runs must be at least 1\n");
@@ -671,6 +676,7 @@ int main(int argc, char **argv) {
     double t_job = now_seconds();
     int rounds = jb->runs;
     int *timed_out = calloc((size_t)r.nalloc, sizeof *timed_out);
+    double job_max_wall = 0;
     /* interleave: run 1 of A B C, run 2 of A B C, ... so drift hits all */
     for (int run = 0; run < rounds; run++) {
       for (int a = 0; a < r.nalloc; a++) {
@@ -680,8 +686,18 @@ int main(int argc, char **argv) {
         if (run > 0 && results_cell_status(&r, j, a, &why) == CELL_SKIP) continue;
         /* nor one that hung: another --timeout would buy nothing */
         if (timed_out[a]) continue;
-        run_outcome o = run_one(&r, j, a, run, timeout);
+        /* without --timeout: a process may take at most SLOW_FACTOR times the
+         * slowest successful run of this benchmark so far (at least
+         * MIN_TIMEOUT s), so a hanging allocator costs a minute, not ten */
+        int limit = timeout;
+        if (!timeout_given && job_max_wall > 0) {
+          double adaptive = SLOW_FACTOR * job_max_wall;
+          if (adaptive < MIN_TIMEOUT) adaptive = MIN_TIMEOUT;
+          if (adaptive < limit) limit = (int)ceil(adaptive);
+        }
+        run_outcome o = run_one(&r, j, a, run, limit);
         timed_out[a] = o.timed_out;
+        if (o.status != CELL_FAIL && o.wall_s > job_max_wall) job_max_wall = o.wall_s;
         wall_total += o.wall_s;
         cpu_total += o.cpu_s;
       }
