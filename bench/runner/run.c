@@ -211,7 +211,19 @@ run_outcome run_one(results *r, int j, int a, int run, int timeout_s) {
   int status = 0;
   struct rusage ru;
   memset(&ru, 0, sizeof ru);
-  while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
+  /* the output may be closed before the process ends: keep the deadline */
+  for (;;) {
+    pid_t w = wait4(pid, &status, timed_out ? 0 : WNOHANG, &ru);
+    if (w == pid || (w < 0 && errno != EINTR)) break;
+    if (w == 0) {
+      if (now_s() >= deadline) {
+        timed_out = 1;
+        kill(-pid, SIGKILL);
+      } else {
+        struct timespec nap = {0, 5 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+      }
+    }
   }
   current_child = 0;
   o.cpu_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
