@@ -116,12 +116,10 @@ static inline bool need_boot(void) {
 
 /* ---------------------------------------------------------------- recording state */
 struct rawrec { /* 32 bytes, one per recorded call, in a thread buffer / the spool */
-  uint64_t seq;   /* global sequence number, >= 1 */
-  uint64_t ref;   /* seq of the allocation freed / reallocated, 0 = none */
-  uint64_t size;
-  uint8_t op, alog;
-  uint16_t tid;
-  uint32_t pad;
+  uint64_t seq : 48, tid : 16; /* global sequence number (>= 1), thread id */
+  uint64_t ref : 48, op : 8, alog : 8; /* seq of the object freed / reallocated, 0 = none */
+  uint64_t size;    /* requested size (0 for free) */
+  uint64_t oldsize; /* size of the object freed / reallocated */
 };
 
 #define BUF_RECS 4096 /* 128 KiB per thread buffer */
@@ -223,7 +221,7 @@ static inline struct tstate *get_ts(void) {
    added unhashed, so objects allocated next to each other sit in neighbouring
    entries (the map costs far fewer cache misses than a fully mixed hash). */
 #define NSTRIPE 1024
-struct ent { uint64_t key, val; }; /* key: address, 0 = empty; val: allocation seq */
+struct ent { uint64_t key, val, size; }; /* key: address, 0 = empty; val: allocation seq */
 struct stripe {
   atomic_flag lock;
   struct ent *e;
@@ -264,7 +262,7 @@ static bool s_grow(struct stripe *s) {
   return true;
 }
 
-static void map_insert(const void *p, uint64_t seq) {
+static void map_insert(const void *p, uint64_t seq, uint64_t size) {
   uint64_t k = (uint64_t)(uintptr_t)p, rh = region_hash(k);
   struct stripe *s = &g_map[rh & (NSTRIPE - 1)];
   s_lock(s);
@@ -272,12 +270,12 @@ static void map_insert(const void *p, uint64_t seq) {
   size_t m = s->cap - 1, i = home_of(k, rh, m);
   while (s->e[i].key && s->e[i].key != k) i = (i + 1) & m;
   if (!s->e[i].key) s->cnt++;
-  s->e[i].key = k; s->e[i].val = seq;
+  s->e[i].key = k; s->e[i].val = seq; s->e[i].size = size;
   s_unlock(s);
 }
 
 /* returns the seq of the allocation at p and forgets it; 0 if unknown */
-static uint64_t map_remove(const void *p) {
+static uint64_t map_remove(const void *p, uint64_t *size) {
   uint64_t k = (uint64_t)(uintptr_t)p, rh = region_hash(k);
   struct stripe *s = &g_map[rh & (NSTRIPE - 1)];
   s_lock(s);
@@ -286,6 +284,7 @@ static uint64_t map_remove(const void *p) {
   while (s->e[i].key && s->e[i].key != k) i = (i + 1) & m;
   if (!s->e[i].key) { s_unlock(s); return 0; }
   uint64_t v = s->e[i].val;
+  *size = s->e[i].size;
   /* backward-shift deletion */
   size_t j = i;
   for (;;) {
@@ -312,7 +311,7 @@ static inline unsigned log2_ceil(size_t a) {
 }
 
 static void record(struct tstate *t, unsigned op, unsigned alog, uint64_t size, uint64_t ref,
-                   const void *newp) {
+                   uint64_t oldsize, const void *newp) {
   atomic_store(&t->in_rec, 1); /* seq_cst: pairs with g_stopped in finish() */
   uint64_t seq = atomic_fetch_add(&g_seq, 1);
   if (UNLIKELY(atomic_load(&g_stopped))) {
@@ -320,9 +319,10 @@ static void record(struct tstate *t, unsigned op, unsigned alog, uint64_t size, 
     return;
   }
   struct rawrec *r = &t->buf[t->n++];
-  r->seq = seq; r->ref = ref; r->size = size;
-  r->op = (uint8_t)op; r->alog = (uint8_t)alog; r->tid = t->tid; r->pad = 0;
-  if (newp) map_insert(newp, seq);
+  r->seq = seq; r->tid = t->tid;
+  r->ref = ref; r->op = op; r->alog = alog;
+  r->size = size; r->oldsize = oldsize;
+  if (newp) map_insert(newp, seq, size);
   if (UNLIKELY(t->n == BUF_RECS)) flush_ts(t);
   atomic_store_explicit(&t->in_rec, 0, memory_order_release);
 }
@@ -330,7 +330,7 @@ static void record(struct tstate *t, unsigned op, unsigned alog, uint64_t size, 
 static inline void record_alloc(unsigned op, unsigned alog, size_t size, void *p) {
   if (!p) return;
   struct tstate *t = get_ts();
-  if (t) record(t, op, alog, size, 0, p);
+  if (t) record(t, op, alog, size, 0, 0, p);
 }
 
 EXPORT void *malloc(size_t n) {
@@ -358,8 +358,8 @@ EXPORT void free(void *p) {
   if (t) {
     /* forget the address before the real free, so a concurrent malloc that
        returns the same address cannot be confused with this object */
-    uint64_t ref = map_remove(p);
-    if (ref) record(t, LTR_FREE, 0, 0, ref, NULL);
+    uint64_t osz = 0, ref = map_remove(p, &osz);
+    if (ref) record(t, LTR_FREE, 0, 0, ref, osz, NULL);
     else atomic_fetch_add_explicit(&g_unknown_frees, 1, memory_order_relaxed);
   }
   int b = tl_busy;
@@ -380,7 +380,7 @@ static void *do_realloc(void *p, size_t n, unsigned op, size_t a, size_t b) {
     return q;
   }
   struct tstate *t = get_ts();
-  uint64_t ref = (t && p) ? map_remove(p) : 0;
+  uint64_t osz = 0, ref = (t && p) ? map_remove(p, &osz) : 0;
   void *q;
   if (op == LTR_REALLOCARRAY) {
     if (r_reallocarray) q = REAL(r_reallocarray(p, a, b));
@@ -391,11 +391,11 @@ static void *do_realloc(void *p, size_t n, unsigned op, size_t a, size_t b) {
   }
   if (!t) return q;
   if (!q) {
-    if (p && n == 0) { if (ref) record(t, LTR_FREE, 0, 0, ref, NULL); }
-    else if (p && ref) map_insert(p, ref); /* failed: the old block is still live */
+    if (p && n == 0) { if (ref) record(t, LTR_FREE, 0, 0, ref, osz, NULL); }
+    else if (p && ref) map_insert(p, ref, osz); /* failed: the old block is still live */
     return q;
   }
-  record(t, op, 0, n, ref, q);
+  record(t, op, 0, n, ref, osz, q);
   return q;
 }
 
@@ -562,6 +562,7 @@ static void trace_finish(void) {
   atomic_store(&g_recording, false);
 
   off_t bytes = lseek(g_spool_fd, 0, SEEK_END);
+  if (bytes < 0) { say("spool file lost (the program closed its descriptor?): ", g_spool_path); return; }
   size_t nraw = (size_t)bytes / sizeof(struct rawrec);
   uint64_t maxseq = atomic_load(&g_seq);
   struct rawrec *raw = NULL;
@@ -576,16 +577,18 @@ static void trace_finish(void) {
   for (size_t i = 0; i < nraw; i++)
     if (raw[i].seq && raw[i].seq <= maxseq) pos[raw[i].seq] = i + 1;
 
-  /* pass 1: number the records we keep (raw[].seq becomes the record index) */
+  /* pass 1: number the records we keep: kid[seq] = record index + 1 */
+  uint64_t *kid = os_alloc((maxseq + 1) * sizeof *kid);
+  if (!kid) { say("out of memory merging ", g_spool_path); return; }
   uint64_t k = 0, dropped = 0;
   for (uint64_t s = 1; s <= maxseq; s++) {
     if (!pos[s]) continue;
     struct rawrec *r = &raw[pos[s] - 1];
-    if (r->ref && (r->ref >= s || !pos[r->ref])) {
-      if (r->op == LTR_FREE) { r->seq = UINT64_MAX; dropped++; continue; }
-      r->ref = 0;
+    if (r->ref && (r->ref >= s || !kid[r->ref])) { /* cannot happen; be safe */
+      if (r->op == LTR_FREE) { r->op = 0; dropped++; continue; }
+      r->ref = 0; r->oldsize = 0;
     }
-    r->seq = k++;
+    kid[s] = ++k;
   }
   /* pass 2: encode */
   struct obuf o = { .fd = -1, .fnv = LTR_FNV64_INIT };
@@ -600,23 +603,24 @@ static void trace_finish(void) {
   for (uint64_t s = 1; s <= maxseq; s++) {
     if (!pos[s]) continue;
     struct rawrec *r = &raw[pos[s] - 1];
-    if (r->seq == UINT64_MAX) continue;
+    if (r->op == 0) continue;
     ob_reserve(&o);
-    unsigned tag = r->op;
-    if (r->tid != cur_tid) tag |= LTR_TAG_THREAD;
+    unsigned tid = r->tid, op = r->op;
+    unsigned tag = op;
+    if (tid != cur_tid) tag |= LTR_TAG_THREAD;
     o.b[o.n++] = (unsigned char)tag;
-    if (r->tid != cur_tid) { o.n += ltr_put_varint(o.b + o.n, r->tid); cur_tid = r->tid; }
-    if (r->tid > max_tid) max_tid = r->tid;
-    struct rawrec *ref = r->ref ? &raw[pos[r->ref] - 1] : NULL;
-    if (r->op == LTR_FREE) {
-      o.n += ltr_put_varint(o.b + o.n, r->seq - ref->seq);
-      live -= ref->size;
-    } else if (ltr_op_is_realloc(r->op)) {
-      o.n += ltr_put_varint(o.b + o.n, ref ? r->seq - ref->seq : 0);
+    if (tid != cur_tid) { o.n += ltr_put_varint(o.b + o.n, tid); cur_tid = tid; }
+    if (tid > max_tid) max_tid = tid;
+    uint64_t back = r->ref ? kid[s] - kid[r->ref] : 0;
+    if (op == LTR_FREE) {
+      o.n += ltr_put_varint(o.b + o.n, back);
+      live -= r->oldsize;
+    } else if (ltr_op_is_realloc(op)) {
+      o.n += ltr_put_varint(o.b + o.n, back);
       o.n += ltr_put_varint(o.b + o.n, r->size);
-      live += r->size - (ref ? ref->size : 0);
+      live += r->size - r->oldsize;
     } else {
-      if (ltr_op_is_aligned(r->op)) o.b[o.n++] = r->alog;
+      if (ltr_op_is_aligned(op)) o.b[o.n++] = (unsigned char)r->alog;
       o.n += ltr_put_varint(o.b + o.n, r->size);
       live += r->size;
     }
@@ -637,6 +641,7 @@ static void trace_finish(void) {
   close(o.fd);
   if (raw) munmap(raw, nraw * sizeof *raw);
   munmap(pos, (maxseq + 1) * sizeof *pos);
+  munmap(kid, (maxseq + 1) * sizeof *kid);
   munmap(o.b, OBUF_CAP);
   close(g_spool_fd);
   unlink(g_spool_path);
