@@ -104,34 +104,57 @@ static inline span_t *checked_span(const char *op, const void *p) {
 
 /* ---- free -------------------------------------------------------------- */
 
-static inline void free_inline(void *p, const char *op) {
-  if (unlikely(p == NULL)) return;
-  span_t *s = pagemap_lookup(p);
-  if (likely(s != NULL && s->kind == SPAN_SMALL)) {
-    size_t off = (size_t)((char *)p - s->start);
+/* Everything but a small block: NULL, large/xlarge, misuse. */
+static NOINLINE void free_slow(void *p, const char *op) {
+  if (p == NULL) return;
+  span_t *s = checked_span(op, p);
+  if (!s) return;
+  if (s->kind == SPAN_SMALL) {
     block_t *b = p;
-    if (unlikely(off >= s->bytes || !small_block_start(s, off))) { bad_pointer(op, p, s); return; }
-    if (unlikely(b->key == lithe_free_key) && is_double_free(s, b)) {
-      lithe_report(op, p, "double free");
-      return;
-    }
+    if (b->key == lithe_free_key && is_double_free(s, b)) { lithe_report(op, p, "double free"); return; }
     heap_t *h = lithe_tls_heap;
-    if (likely(atomic_load_explicit(&s->owner, memory_order_relaxed) == h)) {
+    if (atomic_load_explicit(&s->owner, memory_order_relaxed) == h) {
       b->next = s->free;
       b->key = lithe_free_key;
       s->free = b;
-      if (unlikely(--s->used == 0 || s->full)) heap_free_local_slow(h, s);
-      return;
+      if ((int32_t)--s->used <= s->free_trigger) heap_free_local_slow(h, s);
+    } else {
+      heap_free_remote(s, b);
     }
-    heap_free_remote(s, b);
     return;
   }
-  if (!(s = checked_span(op, p))) return;
   large_free(s);
 }
 
-void lt_free(void *p) { free_inline(p, "free"); }
-void lt_free_sized(void *p, size_t size) { (void)size; free_inline(p, "free"); }
+/* The fast path: no NULL test up front (NULL finds no span and goes slow),
+ * and an address above 2^48 wraps its L1 index but then fails the span's
+ * range check, so one path proves the pointer is a block start. */
+static inline void free_inline(void *p) {
+  uintptr_t a = (uintptr_t)p;
+  span_t **l2 = atomic_load_explicit(&pagemap_l1[(a >> L1_SHIFT) & (L1_COUNT - 1)], memory_order_relaxed);
+  if (unlikely(l2 == NULL)) { free_slow(p, "free"); return; }
+  span_t *s = l2[(a >> PAGE_SHIFT) & (L2_COUNT - 1)];
+  if (unlikely(s == NULL || s->kind != SPAN_SMALL)) { free_slow(p, "free"); return; }
+  size_t off = (size_t)((char *)p - s->start);
+  block_t *b = p;
+  uintptr_t key = lithe_free_key;
+  if (unlikely(off >= s->bytes || !small_block_start(s, off) || b->key == key)) {
+    free_slow(p, "free");
+    return;
+  }
+  heap_t *h = lithe_tls_heap;
+  if (likely(atomic_load_explicit(&s->owner, memory_order_relaxed) == h)) {
+    b->next = s->free;
+    b->key = key;
+    s->free = b;
+    if (unlikely((int32_t)--s->used <= s->free_trigger)) heap_free_local_slow(h, s);
+    return;
+  }
+  heap_free_remote(s, b);
+}
+
+void lt_free(void *p) { free_inline(p); }
+void lt_free_sized(void *p, size_t size) { (void)size; free_inline(p); }
 
 /* ---- calloc, realloc --------------------------------------------------- */
 
@@ -153,7 +176,7 @@ void *lt_calloc(size_t count, size_t size) {
 
 void *lt_realloc(void *p, size_t n) {
   if (p == NULL) return malloc_inline(n);
-  if (n == 0) { free_inline(p, "realloc"); return NULL; } /* as glibc */
+  if (n == 0) { free_slow(p, "realloc"); return NULL; } /* as glibc */
   span_t *s = checked_span("realloc", p);
   if (!s) return NULL;
   if (unlikely(n > ALLOC_MAX)) { errno = ENOMEM; return NULL; }
@@ -168,7 +191,7 @@ void *lt_realloc(void *p, size_t n) {
   void *q = malloc_inline(n);
   if (!q) return NULL; /* p is untouched, errno is ENOMEM */
   memcpy(q, p, n < usable ? n : usable);
-  free_inline(p, "realloc");
+  free_inline(p);
   return q;
 }
 

@@ -50,9 +50,24 @@ static inline void cpu_relax(void) {
 #endif
 }
 
+/* current = first available span; it alone skips the free slow path. */
 static inline void set_current(heap_t *h, unsigned cls) {
-  span_t *f = h->avail[cls].first;
+  span_t *old = h->current[cls], *f = h->avail[cls].first;
+  if (old != &lithe_empty_span && !old->full) old->free_trigger = 0;
+  if (f) f->free_trigger = -1;
   h->current[cls] = f ? f : &lithe_empty_span;
+}
+
+static inline void mark_full_list(heap_t *h, span_t *s) {
+  s->full = 1;
+  s->free_trigger = INT32_MAX;
+  list_push_front(&h->full, s);
+}
+
+static inline void unmark_full_list(heap_t *h, span_t *s) {
+  list_remove(&h->full, s);
+  s->full = 0;
+  s->free_trigger = 0;
 }
 
 static inline void *span_pop(span_t *s) {
@@ -127,8 +142,7 @@ static void heap_drain_remote(heap_t *h) {
   while (s) {
     span_t *next = atomic_load_explicit(&s->remote_next, memory_order_relaxed);
     while (atomic_load_explicit(&s->thread_free, memory_order_acquire) & TF_NOTIFYING) cpu_relax();
-    list_remove(&h->full, s);
-    s->full = 0;
+    unmark_full_list(h, s);
     span_collect_remote(s);
     if (s->used == 0) {
       span_release(h, s);
@@ -157,8 +171,7 @@ static span_t *heap_span_new(heap_t *h, unsigned cls) {
       span_collect_remote(s);
       if (s->free || s->bump < s->bump_end) return s;
       if (span_mark_full(s)) {
-        s->full = 1;
-        list_push_front(&h->full, s);
+        mark_full_list(h, s);
       } else {
         span_collect_remote(s);
         return s;
@@ -192,8 +205,7 @@ void *heap_malloc_class(heap_t *h, unsigned cls) {
       if (span_collect_remote(s) || span_extend(s)) return span_pop(s);
       if (!span_mark_full(s)) continue; /* remote frees came in: collect */
       list_remove(&h->avail[cls], s);
-      list_push_front(&h->full, s);
-      s->full = 1;
+      mark_full_list(h, s);
       set_current(h, cls);
       if (h->current[cls] != &lithe_empty_span) continue;
     }
@@ -202,7 +214,7 @@ void *heap_malloc_class(heap_t *h, unsigned cls) {
     s = heap_span_new(h, cls);
     if (!s) goto oom;
     list_push_front(&h->avail[cls], s);
-    h->current[cls] = s;
+    set_current(h, cls);
   }
 oom:
   errno = ENOMEM;
@@ -228,8 +240,7 @@ void heap_free_local_slow(heap_t *h, span_t *s) {
       if ((tf & TF_MASK) != TF_NOTIFY) return;
     } while (!atomic_compare_exchange_weak_explicit(&s->thread_free, &tf, tf & ~(uintptr_t)TF_MASK,
                                                     memory_order_acq_rel, memory_order_acquire));
-    list_remove(&h->full, s);
-    s->full = 0;
+    unmark_full_list(h, s);
     if (s->used == 0) { span_release(h, s); return; }
     list_push_back(&h->avail[cls], s);
     if (h->current[cls] == &lithe_empty_span) set_current(h, cls);
@@ -271,10 +282,13 @@ void heap_collect(heap_t *h, bool force) {
   if (h == &lithe_empty_heap) return;
   heap_drain_remote(h);
   for (unsigned c = 1; c < NCLASSES; c++) {
+    span_t *cur = h->current[c];
+    if (cur != &lithe_empty_span) cur->free_trigger = 0;
+    h->current[c] = &lithe_empty_span; /* chosen again below */
     for (span_t *s = h->avail[c].first, *next; s; s = next) {
       next = s->next;
       span_collect_remote(s);
-      if (s->used == 0 && (force || h->current[c] != s)) {
+      if (s->used == 0 && (force || cur != s)) {
         list_remove(&h->avail[c], s);
         span_release(h, s);
       }
@@ -304,6 +318,7 @@ void heaps_collect_abandoned(void) {
 static void span_abandon(span_t *s) {
   span_collect_remote(s);
   s->full = 0;
+  s->free_trigger = 0;
   if (s->used == 0) { pages_free(s); return; }
   atomic_store_explicit(&s->owner, NULL, memory_order_release);
   pthread_mutex_lock(&abandoned_lock);

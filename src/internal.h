@@ -107,6 +107,9 @@ typedef struct span_s {
   /* owner's hot fields */
   block_t *free;             /* owner-local free list                    */
   uint32_t used;             /* blocks out (remote frees not yet counted) */
+  int32_t free_trigger;      /* owner's free goes slow when used <= this:
+                                -1 current span, 0 other available span
+                                (release when empty), INT32_MAX full     */
   uint8_t cls;
   uint8_t kind;
   uint8_t full;              /* linked in the owner's full list          */

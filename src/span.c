@@ -19,6 +19,7 @@ void span_init_small(span_t *s, unsigned cls) {
   s->free = NULL;
   s->used = 0;
   s->full = 0;
+  s->free_trigger = 0;
   s->bump = s->start;
   s->bump_end = s->start + (size_t)s->capacity * size;
   atomic_store_explicit(&s->thread_free, 0, memory_order_relaxed);
