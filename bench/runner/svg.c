@@ -338,6 +338,16 @@ static int line_chart(const results *r, const series *s, int ns, int job, const 
       P[j] = P[j - 1];
       P[j - 1] = t;
     }
+  /* keep the whole ideal-scaling line (baseline at P[0] * P[0] / P) in view */
+  for (int k = 0; k < ns; k++) {
+    if (s[k].job != job || strcmp(s[k].unit, unit)) continue;
+    int p = metric_threads(s[k].metric, b, sizeof b);
+    int n;
+    double v = center(r, &s[k], base, &n);
+    if (strcmp(b, basename) || p != P[0] || !n || v <= 0) continue;
+    double ideal = v * P[0] / P[np - 1];
+    if (ideal < vmin) vmin = ideal;
+  }
   int W = 820, H = 500, px0 = 90, px1 = 620, py0 = 80, py1 = 430;
   double lx0 = log2(P[0]), lx1 = log2(P[np - 1]);
   /* the ideal line reaches baseline(P0) * P0 / Pmax: keep it on the chart */
