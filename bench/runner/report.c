@@ -118,7 +118,7 @@ int report_write(const results *r, const char *dir, int print_tables) {
                     : "mean ± largest deviation of a run from the mean, after Tukey outlier "
                       "rejection (1.5 IQR)");
   fprintf(f, "- significance: two-sided Mann-Whitney U, α = 0.05; `~` = no significant "
-             "difference (or too few runs: with 3+3 runs the smallest possible p is 0.100)\n");
+             "difference, or too few runs to tell (below 4 runs per side no difference can be significant: 3+3 runs give p >= 0.100)\n");
   fprintf(f, "- how to read all of this: docs/runner.md\n\n");
 
   fprintf(f, "## Allocators\n\n| name | library | status |\n|---|---|---|\n");
