@@ -8,7 +8,11 @@
  *              read as zero on next touch;
  *   released   munmap.
  * Commit is a separate step so that a reserved-but-unused arena costs
- * nothing under strict overcommit; every call is counted for statistics. */
+ * nothing under strict overcommit (a PROT_NONE or read-only private mapping
+ * is not charged; mprotect to read/write charges it, and fails cleanly when
+ * the commit limit is reached).  No MAP_NORESERVE anywhere: it would skip
+ * that charge and turn an ENOMEM into the OOM killer.  Every call is
+ * counted for statistics. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdint.h>
@@ -38,7 +42,7 @@ static inline void count_call(void) {
  * given protection; over-map and trim the ends.  *base_out/mapped_out, when
  * asked, get the exact mapping kept (which equals the result here). */
 static void *map_aligned(size_t size, size_t align, int prot, int extra_flags) {
-  int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | extra_flags;
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS | extra_flags;
   size_t ps = os_page_size();
   if (align < ps) align = ps;
   size = align_up(size, ps);
@@ -89,7 +93,7 @@ bool os_commit(void *p, size_t size) {
  * the range drops both the pages and the commit in one call. */
 void os_decommit(void *p, size_t size) {
   count_call();
-  void *q = mmap(p, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  void *q = mmap(p, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
   if (q == MAP_FAILED) { os_purge(p, size); return; }
   atomic_fetch_sub_explicit(&os_stats.committed, size, memory_order_relaxed);
 }
@@ -100,7 +104,8 @@ void os_purge(void *p, size_t size) {
   madvise(p, size, MADV_DONTNEED);
 }
 
-/* A read/write mapping of its own (xlarge objects). */
+/* A read/write mapping of its own (xlarge objects).  No MAP_NORESERVE:
+ * the kernel's overcommit check refuses absurd sizes, which become ENOMEM. */
 void *os_map(size_t size, size_t align, size_t *mapped, void **base) {
   size_t ps = os_page_size();
   size = align_up(size, ps);
