@@ -69,12 +69,12 @@ traced() { # name command... ; runs the command with the tracer, keeps the bigge
 
 for n in "${names[@]}"; do
   case $n in
-    python) traced python env PYTHONMALLOC=malloc /usr/bin/python3 -s "$W/pywork.py" 0.25 ;;
-    pythreads) traced pythreads env PYTHONMALLOC=malloc /usr/bin/python3 -s "$W/pythreads.py" 0.5 ;;
+    python) traced python env PYTHONMALLOC=malloc /usr/bin/python3 -s "$W/pywork.py" 0.45 ;;
+    pythreads) traced pythreads env PYTHONMALLOC=malloc /usr/bin/python3 -s "$W/pythreads.py" 0.9 ;;
     sqlite) traced sqlite sqlite3 :memory: < "$W/sqlite.sql" ;;
     gxx) traced gxx g++ -std=c++17 -O0 -c -o "$tmp/templates.o" "$W/templates.cpp" ;;
     git)
-      bash "$W/mkrepo.sh" "$tmp/repo" 5000
+      bash "$W/mkrepo.sh" "$tmp/repo" 8000
       traced git git -C "$tmp/repo" --no-pager log -p --stat ;;
     xz-mt)
       # 24 MB of hex text, deterministic

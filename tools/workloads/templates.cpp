@@ -61,5 +61,5 @@ int main(int argc, char **argv) {
   for (int i = 0; i < argc; i++) v.emplace_back(argv[i], i);
   std::sort(v.begin(), v.end());
   auto p = std::make_shared<std::map<int, std::string>>();
-  return (int)(r + run_all(std::make_integer_sequence<int, 16>{}) + (long)v.size() + (long)p->size());
+  return (int)(r + run_all(std::make_integer_sequence<int, 24>{}) + (long)v.size() + (long)p->size());
 }
