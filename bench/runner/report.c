@@ -146,7 +146,8 @@ int report_write(const results *r, const char *dir, int print_tables) {
   fprintf(f, "Baseline: %s. `^ 1.03x faster` / `smaller`: better than the baseline by that "
              "factor; `! 1.02x slower` / `bigger`: worse. With two or more runs per side the "
              "marker is `~` when the difference is not significant, and `(p=… n=…+…)` follows. "
-             "Means are over the benchmarks that have a value in every column.\n\n```text\n",
+             "Means: the baseline's over all its benchmarks; every other column's, and its ratio, over "
+             "the benchmarks it shares with the baseline.\n\n```text\n",
           base >= 0 ? r->allocs[base].name : "?");
   table_mallocbench(f, r, s, ns);
   fprintf(f, "```\n\n## benchstat\n\nEvery metric of every benchmark, baseline against each "
