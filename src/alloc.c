@@ -182,6 +182,11 @@ void *lt_realloc(void *p, size_t n) {
   if (unlikely(n > ALLOC_MAX)) { errno = ENOMEM; return NULL; }
   size_t usable = usable_of(s);
   if (s->kind == SPAN_SMALL) {
+    block_t *b = p;
+    if (unlikely(b->key == lithe_free_key) && is_double_free(s, b)) {
+      lithe_report("realloc", p, "double free (realloc of a freed block)");
+      return NULL;
+    }
     /* stay in place unless shrinking below half the block */
     if (n <= usable && (n > usable / 2 || usable <= 16)) return p;
   } else {
