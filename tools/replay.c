@@ -9,8 +9,8 @@
  *    thread 0 runs on the main thread); each executes its own records in
  *    recorded order. A record that frees / reallocates an object waits until
  *    the object's allocation has been performed (per-object happens-before:
- *    the slot's tag is published with a release store and awaited with
- *    acquire loads). Waits always point to an earlier record, so the replay
+ *    the slot's generation number is published with a release store and
+ *    awaited with acquire loads). Waits always point to an earlier record, so the replay
  *    cannot deadlock. --serial replays every record on one thread in order.
  *  - Memory touching: like MallocBench's interpreter, every byte an
  *    allocation hands out is written once (memset) right after the call;
@@ -73,6 +73,26 @@ static void *bk_alloc(size_t n) {
   return p;
 }
 
+/* Temporaries of the decoder: unmapped before the replay when the peak can be
+   reset (clear_refs), so the replayer keeps only what the replay uses. */
+static struct { void *p; size_t n; } g_temps[16];
+static int g_ntemps;
+static void *bk_temp(size_t n) {
+  void *p = bk_alloc(n);
+  if (g_ntemps < 16) { g_temps[g_ntemps].p = p; g_temps[g_ntemps].n = n ? n : 1; g_ntemps++; }
+  return p;
+}
+static uint64_t bk_release_temps(void) {
+  uint64_t total = 0;
+  for (int i = 0; i < g_ntemps; i++) {
+    size_t n = (g_temps[i].n + 4095) & ~(size_t)4095;
+    munmap(g_temps[i].p, n);
+    total += n;
+  }
+  g_ntemps = 0;
+  return total;
+}
+
 /* ------------------------------------------------------------ loading */
 struct blob { const unsigned char *p; size_t n; };
 
@@ -114,19 +134,25 @@ static struct blob load_file(const char *path) {
 }
 
 /* ------------------------------------------------------------ decoded form */
-struct rop {            /* one operation of one replay thread, 32 bytes */
-  uint64_t size;
-  uint64_t wait;        /* tag the slot must hold before we touch it (ref+1), 0: none */
-  uint64_t tag;         /* own record index + 1, published in the slot */
+/* One operation of one replay thread, 16 bytes:
+   w = size (44 bits) | op << 44 | alog << 48 | HASREF. */
+struct rop {
+  uint64_t w;
   uint32_t slot;
-  uint8_t op, alog;
-  uint16_t pad;
+  uint32_t wait;        /* generation the slot must reach first (cross-thread), 0: none */
 };
+#define ROP_SIZE(w) ((w) & ((1ull << 44) - 1))
+#define ROP_OP(w) ((unsigned)((w) >> 44) & 15u)
+#define ROP_ALOG(w) ((unsigned)((w) >> 48) & 63u)
+#define ROP_HASREF (1ull << 54)
+/* A slot holds one object at a time. gen counts the objects published in it
+   during this run; only one thread at a time writes a slot (the producer of
+   its current object, then that object's consumer), so gen++ is race-free. */
 struct slot {
-  _Atomic uint64_t tag;
   void *ptr;
   uint64_t size;
-  uint64_t pad;
+  _Atomic uint32_t gen;
+  uint32_t pad;
 };
 
 struct trace {
@@ -235,11 +261,12 @@ static void decode(struct blob b, struct trace *t, bool serial, uint64_t limit, 
   t->nrec = nrec < limit ? nrec : limit;
 
   /* temporaries: obj_slot[record] and alive bitmap (record -> object still live) */
-  uint32_t *obj_slot = bk_alloc(t->nrec * sizeof(uint32_t) + 8);
-  uint16_t *obj_thr = bk_alloc(t->nrec * sizeof(uint16_t) + 8);
-  uint64_t *alive = bk_alloc((t->nrec / 64 + 1) * 8);
-  uint64_t *cnt = bk_alloc(nthr_rec * sizeof(uint64_t));
-  t->bk_bytes += t->nrec * 6 + t->nrec / 8 + nthr_rec * 8;
+  uint32_t *obj_slot = bk_temp(t->nrec * sizeof(uint32_t) + 8);
+  uint16_t *obj_thr = bk_temp(t->nrec * sizeof(uint16_t) + 8);
+  uint64_t *alive = bk_temp((t->nrec / 64 + 1) * 8);
+  uint64_t *cnt = bk_temp(nthr_rec * sizeof(uint64_t));
+  uint32_t *obj_gen = bk_temp(t->nrec * sizeof(uint32_t) + 8);
+  if (t->nrec >= UINT32_MAX) die("too many records (%" PRIu64 ") for this replayer", t->nrec);
 
   /* pass 1: validate the whole payload, count records per replay thread */
   size_t at = 0;
@@ -272,25 +299,29 @@ static void decode(struct blob b, struct trace *t, bool serial, uint64_t limit, 
   t->bk_bytes += t->nrec * sizeof(struct rop);
   uint64_t off = 0;
   for (unsigned i = 0; i < t->nthreads; i++) { t->ops[i] = all + off; off += cnt[i]; }
-  uint32_t *slot_next = bk_alloc((nalloc + 1) * sizeof(uint32_t));
-  uint64_t *slot_size = bk_alloc((nalloc + 1) * sizeof(uint64_t));
-  uint32_t *free_head = bk_alloc(t->nthreads * sizeof(uint32_t)); /* slot+1, 0 = empty */
-  t->bk_bytes += (nalloc + 1) * 12;
+  uint32_t *slot_next = bk_temp((nalloc + 1) * sizeof(uint32_t));
+  uint64_t *slot_size = bk_temp((nalloc + 1) * sizeof(uint64_t));
+  uint32_t *free_head = bk_temp(t->nthreads * sizeof(uint32_t)); /* slot+1, 0 = empty */
+  uint32_t *slot_gen = bk_temp((nalloc + 1) * sizeof(uint32_t));
   uint64_t nslots = 0, live = 0, live_min = 0;
   at = 0; cur = 0;
   for (uint64_t i = 0; i < t->nrec; i++) {
     next_rec(p, n, &at, &cur, i, nthr_rec, &r);
     unsigned th = serial ? 0 : r.tid;
     struct rop *o = &t->ops[th][t->nops[th]++];
-    o->op = (uint8_t)r.op; o->alog = (uint8_t)r.alog; o->size = r.size;
-    o->tag = i + 1; o->wait = 0; o->pad = 0;
+    o->w = r.size | (uint64_t)r.op << 44 | (uint64_t)r.alog << 48;
+    o->wait = 0;
     uint64_t old = 0;
     bool counted = false;
     if (r.back) {
       uint64_t ref = i - r.back;
       uint32_t s = obj_slot[ref];
-      o->slot = s; o->wait = ref + 1;
-      if (obj_thr[ref] != r.tid) t->cross++;
+      o->slot = s;
+      o->w |= ROP_HASREF;
+      if (obj_thr[ref] != r.tid) {
+        t->cross++;
+        if (!serial) o->wait = obj_gen[ref]; /* same thread: program order suffices */
+      }
       old = slot_size[s];
       live -= old;
       if (old >= min_size) { live_min -= old; counted = true; }
@@ -304,6 +335,7 @@ static void decode(struct blob b, struct trace *t, bool serial, uint64_t limit, 
     }
     if (r.op != LTR_FREE) {
       obj_thr[i] = (uint16_t)r.tid;
+      obj_gen[i] = ++slot_gen[o->slot];
       slot_size[o->slot] = r.size;
       live += r.size;
       if (r.size >= min_size) { live_min += r.size; counted = true; }
@@ -329,19 +361,19 @@ static inline void cpu_relax(void) {
   __builtin_ia32_pause();
 #endif
 }
-static inline struct slot *await(struct slot *s, uint64_t want, uint64_t *waits) {
-  if (atomic_load_explicit(&s->tag, memory_order_acquire) == want) return s;
+static inline void await(struct slot *s, uint32_t want, uint64_t *waits) {
+  if (atomic_load_explicit(&s->gen, memory_order_acquire) >= want) return;
   (*waits)++;
-  for (unsigned spins = 0; atomic_load_explicit(&s->tag, memory_order_acquire) != want; spins++) {
+  for (unsigned spins = 0; atomic_load_explicit(&s->gen, memory_order_acquire) < want; spins++) {
     if (spins < 200) cpu_relax();
     else sched_yield();
   }
-  return s;
 }
-static inline void publish(struct slot *s, void *p, uint64_t size, uint64_t tag) {
+static inline void publish(struct slot *s, void *p, uint64_t size) {
   s->ptr = p;
   s->size = size;
-  atomic_store_explicit(&s->tag, tag, memory_order_release);
+  uint32_t g = atomic_load_explicit(&s->gen, memory_order_relaxed);
+  atomic_store_explicit(&s->gen, g + 1, memory_order_release);
 }
 
 struct tctx {
@@ -356,20 +388,21 @@ static void play(struct trace *t, unsigned th, struct tctx *c) {
   uint64_t waits = 0;
   for (; o < end; o++) {
     struct slot *s = &slots[o->slot];
+    uint64_t w = o->w, size = ROP_SIZE(w);
     void *p;
-    switch (o->op) {
+    if (o->wait) await(s, o->wait, &waits);
+    switch (ROP_OP(w)) {
     case LTR_MALLOC:
-      p = malloc(o->size);
-      touch(p, o->size);
-      publish(s, p, o->size, o->tag);
+      p = malloc(size);
+      touch(p, size);
+      publish(s, p, size);
       break;
     case LTR_CALLOC:
-      p = calloc(1, o->size);
-      touch(p, o->size);
-      publish(s, p, o->size, o->tag);
+      p = calloc(1, size);
+      touch(p, size);
+      publish(s, p, size);
       break;
     case LTR_FREE:
-      await(s, o->wait, &waits);
       free(s->ptr);
       s->ptr = NULL;
       break;
@@ -377,19 +410,20 @@ static void play(struct trace *t, unsigned th, struct tctx *c) {
     case LTR_REALLOCARRAY: {
       void *old = NULL;
       uint64_t oldsize = 0;
-      if (o->wait) { await(s, o->wait, &waits); old = s->ptr; oldsize = s->size; }
-      p = realloc(old, o->size);
-      if (!p && o->size) { p = NULL; } /* failed: old block leaks, as in the program */
-      else if (p && o->size > oldsize) touch((char *)p + oldsize, o->size - oldsize);
-      publish(s, p, o->size, o->tag);
+      if (w & ROP_HASREF) { old = s->ptr; oldsize = s->size; }
+      p = realloc(old, size);
+      if (p && size > oldsize) touch((char *)p + oldsize, size - oldsize);
+      /* a failed realloc leaves the old block allocated and unreachable
+         (leaked), as it would be in the program */
+      publish(s, p, size);
       break;
     }
     default: { /* every aligned family call is replayed as posix_memalign */
-      size_t align = (size_t)1 << o->alog;
+      size_t align = (size_t)1 << ROP_ALOG(w);
       if (align < sizeof(void *)) align = sizeof(void *);
-      if (posix_memalign(&p, align, o->size) != 0) p = NULL;
-      touch(p, o->size);
-      publish(s, p, o->size, o->tag);
+      if (posix_memalign(&p, align, size) != 0) p = NULL;
+      touch(p, size);
+      publish(s, p, size);
       break;
     }
     }
@@ -523,6 +557,7 @@ int main(int argc, char **argv) {
   if (quick) { runs = 1; warmup = false; limit = 200000; }
 
   struct blob b = load_file(g_file);
+  if (b.n) { g_temps[g_ntemps].p = (void *)b.p; g_temps[g_ntemps].n = b.n; g_ntemps++; }
   static struct trace T;
   struct trace *t = &T;
   decode(b, t, serial, limit, min_size);
@@ -554,9 +589,16 @@ int main(int argc, char **argv) {
   for (unsigned i = 1; i < nth; i++)
     if (pthread_create(&tids[i], NULL, helper, &ctx[i]) != 0) die("pthread_create failed");
 
-  /* reset the high-water mark: loading is not part of the measurement */
+  /* Reset the high-water mark: loading is not part of the measurement. Only
+     then may the decoder's temporaries go (otherwise the load-time peak, with
+     them, would stay in VmHWM while RssShmem no longer subtracts them). */
   int cr = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
-  if (cr >= 0) { (void)!write(cr, "5", 1); close(cr); }
+  bool hwm_reset = false;
+  if (cr >= 0) {
+    bk_release_temps();
+    hwm_reset = write(cr, "5", 1) == 1;
+    close(cr);
+  }
 
   double total_ns = 0;
   long faults = 0;
@@ -607,6 +649,7 @@ int main(int argc, char **argv) {
       if (t->opcount[op]) printf(" %s=%" PRIu64, ltr_op_names[op], t->opcount[op]);
     printf("\n");
   }
+  if (!hwm_reset) printf("# note: could not reset VmHWM (/proc/self/clear_refs): peak includes loading\n");
   printf("# note: %" PRIu64 " records, %u recorded threads, replayed %s; replayer bookkeeping %" PRIu64
          " kB (shmem, not counted)\n",
          t->nrec, t->h.thread_count, serial ? "serially" : "one thread per recorded thread",
