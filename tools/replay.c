@@ -527,6 +527,9 @@ static const char *trace_name(const char *path, char *buf, size_t cap) {
     size_t k = strlen(sfx[i]);
     if (n > k && strcmp(buf + n - k, sfx[i]) == 0) { buf[n - k] = 0; n -= k; }
   }
+  /* Go benchmark names: "-N" at the end means a thread count, spaces split */
+  for (char *c = buf; *c; c++)
+    if (*c == '-' || *c == ' ' || *c == '\t') *c = '_';
   return buf;
 }
 
