@@ -604,6 +604,16 @@ int main(int argc, char **argv) {
     r.allocs = xrealloc(r.allocs, (size_t)(r.nalloc + 1) * sizeof *r.allocs);
     r.allocs[r.nalloc++] = a;
   }
+  /* a library the loader refuses (it would silently run glibc) or that
+   * kills even /bin/true is reported once, like a missing one */
+  for (int a = 0; a < r.nalloc; a++) {
+    char why[512];
+    if (r.allocs[a].available && r.allocs[a].path &&
+        run_preflight(r.allocs[a].path, why, sizeof why) != 0) {
+      r.allocs[a].available = 0;
+      r.allocs[a].why = xstrdup(why);
+    }
+  }
   for (int a = 0; a < r.nalloc; a++) {
     if (r.allocs[a].available)
       fprintf(stderr, "%-10s %s\n", r.allocs[a].name,

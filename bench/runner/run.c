@@ -140,6 +140,54 @@ static void last_line(const char *text, char *out, size_t n) {
   out[len] = 0;
 }
 
+int run_preflight(const char *lib, char *why, size_t n) {
+  static const char *trues[] = {"/bin/true", "/usr/bin/true", NULL};
+  const char *prog = NULL;
+  for (int i = 0; trues[i] && !prog; i++)
+    if (access(trues[i], X_OK) == 0) prog = trues[i];
+  if (!prog) return 0; /* nothing to try it with */
+  int errp[2];
+  if (pipe2(errp, O_CLOEXEC)) return 0;
+  char **env = child_env(lib);
+  pid_t pid = fork();
+  if (pid < 0) {
+    free_child_env(env, 1);
+    close(errp[0]);
+    close(errp[1]);
+    return 0;
+  }
+  if (pid == 0) {
+    dup2(errp[1], 2);
+    char *argv[] = {(char *)prog, NULL};
+    execve(prog, argv, env);
+    _exit(127);
+  }
+  close(errp[1]);
+  char buf[4096];
+  size_t len = 0;
+  ssize_t k;
+  while (len + 1 < sizeof buf && (k = read(errp[0], buf + len, sizeof buf - 1 - len)) > 0)
+    len += (size_t)k;
+  buf[len] = 0;
+  close(errp[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  free_child_env(env, 1);
+  char line[300];
+  last_line(buf, line, sizeof line);
+  if (strstr(buf, "cannot be preloaded")) {
+    snprintf(why, n, "the dynamic loader refuses it: %s", line);
+    return -1;
+  }
+  if (WIFSIGNALED(status)) {
+    snprintf(why, n, "%s dies of signal %d (%s) with it preloaded", prog, WTERMSIG(status),
+             strsignal(WTERMSIG(status)));
+    return -1;
+  }
+  return 0;
+}
+
 run_outcome run_one(results *r, int j, int a, int run, int timeout_s) {
   run_outcome o = {0};
   const job *jb = &r->jobs[j];

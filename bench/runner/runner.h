@@ -112,6 +112,9 @@ typedef struct {
 /* Run one measurement: job j under allocator a, run index `run`; parsed
  * lines go into r. timeout_s: kill the child after that long (FAIL). */
 run_outcome run_one(results *r, int j, int a, int run, int timeout_s);
+/* Try lib with /bin/true: -1 (and why) if the loader refuses it or the
+ * process dies of a signal, 0 otherwise. */
+int run_preflight(const char *lib, char *why, size_t n);
 /* On SIGINT/SIGTERM/SIGHUP, kill the running benchmark process too. */
 void run_install_signal_handlers(void);
 

@@ -5,10 +5,12 @@
 # `medium` and `fastpath` exit non-zero (FAIL), `big_parallel` hangs and is
 # killed at --timeout 3 (FAIL, not retried), `message_many` skips,
 # bench-commit is not there (missing), the NAME=PATH allocator `nosuch`
-# does not exist (reported, skipped); one trace replay (demo).
+# does not exist (reported, skipped), `broken` (a C source file) is refused by
+# the dynamic loader (reported, skipped); one trace replay (demo).
 file(REMOVE_RECURSE "${OUT}")
 execute_process(COMMAND "${RUNNER}" --bin-dir "${TESTDATA}/fakebin" --traces "${TESTDATA}/traces"
                         --runs 5 --timeout 3 --out "${OUT}" glibc alt=${FAKELIB} nosuch=/nonexistent/libnosuch.so
+                        broken=${TESTDATA}/fake_alloc.c
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "lithe-bench failed (exit ${rc}):\n${out}\n${err}")
@@ -22,6 +24,7 @@ endforeach()
 file(READ "${OUT}/report.md" md)
 set(expect
   "nosuch | - | **not run**: /nonexistent/libnosuch.so does not exist"
+  "**not run**: the dynamic loader refuses it: "
   "commit: ${TESTDATA}/fakebin/bench-commit not built"
   "    churn "
   "^ 2.00x faster (p=0.008 n=5+5)"
