@@ -357,7 +357,7 @@ static char *utc_now(void) {
   return xstrdup(b);
 }
 
-static void progress_summary(const results *r, int j) {
+static void progress_summary(const results *r, int j, int rounds) {
   /* one line per benchmark: the first time metric of each allocator */
   int ns;
   series *s = results_series(r, &ns);
@@ -380,6 +380,7 @@ static void progress_summary(const results *r, int j) {
       fprintf(stderr, "  %s %s", r->allocs[a].name, fmt_scaled(v, sizeof v, c, c, s[k].unit));
     } else fprintf(stderr, "  %s -", r->allocs[a].name);
   }
+  if (rounds > 1) fprintf(stderr, "  [%d runs]", rounds);
   fputc('\n', stderr);
   results_free_series(s, ns, r->nalloc);
 }
@@ -722,7 +723,7 @@ int main(int argc, char **argv) {
       }
     }
     free(timed_out);
-    progress_summary(&r, j);
+    progress_summary(&r, j, rounds);
     if (results_save(&r, tsv) != 0)
       fprintf(stderr, "lithe-bench: cannot write %s: %s\n", tsv, strerror(errno));
   }
