@@ -658,15 +658,20 @@ int main(int argc, char **argv) {
          t->nrec, t->h.thread_count, serial ? "serially" : "one thread per recorded thread",
          t->bk_bytes / 1024);
   if (gobench) {
-    printf("Benchmarkreplay_%s %d %.0f ns/op %ld peak-kB %ld end-kB %ld faults\n", name, runs, ns,
-           peak, end, fpr);
+    if (runs > 0)
+      printf("Benchmarkreplay_%s %d %.0f ns/op %ld peak-kB %ld end-kB %ld faults\n", name, runs, ns,
+             peak, end, fpr);
+    else
+      printf("Benchmarkreplay_%s 1 %ld peak-kB %ld end-kB\n", name, peak, end);
   } else {
-    printf("Running replay_%s not parallel %s runs: %d\n", name,
+    printf("Running replay_%s [ not parallel ] [ %s ] [ heap: 0MB ] [ runs: %d ]...\n", name,
            serial ? "don't use-thread-id" : "use-thread-id", runs);
     if (runs) printf("Time:\t%.3fms\n", ns / 1e6);
     else printf("Time:\tn/a\n");
     printf("Peak Memory:\t%ldkB\n", peak);
     printf("Memory at End:\t%ldkB\n", end);
+    printf("Minor Faults:\t%ld per run\n", fpr);
   }
+  if (quick) printf("# note: --quick: first %" PRIu64 " records, one run (not for claims)\n", t->nrec);
   return 0;
 }
