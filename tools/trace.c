@@ -566,19 +566,20 @@ static void trace_finish(void) {
   size_t nraw = (size_t)bytes / sizeof(struct rawrec);
   uint64_t maxseq = atomic_load(&g_seq);
   struct rawrec *raw = NULL;
-  uint64_t *pos = NULL; /* pos[seq] = 1 + index in raw, 0 = missing */
+  uint32_t *pos = NULL; /* pos[seq] = 1 + index in raw, 0 = missing */
   if (nraw) {
     raw = mmap(NULL, nraw * sizeof *raw, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
                g_spool_fd, 0);
     if (raw == MAP_FAILED) { say("cannot map spool ", g_spool_path); return; }
   }
+  if (maxseq >= UINT32_MAX) { say("too many records (over 4 billion) for ", g_out_path); return; }
   pos = os_alloc((maxseq + 1) * sizeof *pos);
   if (!pos) { say("out of memory merging ", g_spool_path); return; }
   for (size_t i = 0; i < nraw; i++)
-    if (raw[i].seq && raw[i].seq <= maxseq) pos[raw[i].seq] = i + 1;
+    if (raw[i].seq && raw[i].seq <= maxseq) pos[raw[i].seq] = (uint32_t)(i + 1);
 
   /* pass 1: number the records we keep: kid[seq] = record index + 1 */
-  uint64_t *kid = os_alloc((maxseq + 1) * sizeof *kid);
+  uint32_t *kid = os_alloc((maxseq + 1) * sizeof *kid);
   if (!kid) { say("out of memory merging ", g_spool_path); return; }
   uint64_t k = 0, dropped = 0;
   for (uint64_t s = 1; s <= maxseq; s++) {
@@ -588,7 +589,7 @@ static void trace_finish(void) {
       if (r->op == LTR_FREE) { r->op = 0; dropped++; continue; }
       r->ref = 0; r->oldsize = 0;
     }
-    kid[s] = ++k;
+    kid[s] = (uint32_t)++k;
   }
   /* pass 2: encode */
   struct obuf o = { .fd = -1, .fnv = LTR_FNV64_INIT };
