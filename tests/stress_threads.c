@@ -28,7 +28,7 @@ typedef struct {
 
 static inbox boxes[MAXT];
 static int nthreads = 4;
-static long ops_per_thread = 600000;
+static long ops_per_thread = 1000000;
 static pthread_barrier_t done_ops;
 
 static atomic_long n_alloc, n_free, n_cross, n_realloc, n_cross_realloc, n_bytes_checked;
