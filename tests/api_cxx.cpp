@@ -217,9 +217,31 @@ static void containers_on_threads() {
   printf("std::map/std::string on 4 threads: OK\n");
 }
 
+// With liblithe.so, every replaceable operator resolves to lithe's own.
+static void operators_are_lithes() {
+#ifdef LITHE_SHARED
+  static const char *const names[] = {
+      "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t", "_ZnwmSt11align_val_t",
+      "_ZnamSt11align_val_t", "_ZnwmSt11align_val_tRKSt9nothrow_t",
+      "_ZnamSt11align_val_tRKSt9nothrow_t", "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm",
+      "_ZdlPvRKSt9nothrow_t", "_ZdaPvRKSt9nothrow_t", "_ZdlPvSt11align_val_t",
+      "_ZdaPvSt11align_val_t", "_ZdlPvmSt11align_val_t", "_ZdaPvmSt11align_val_t",
+      "_ZdlPvSt11align_val_tRKSt9nothrow_t", "_ZdaPvSt11align_val_tRKSt9nothrow_t"};
+  for (const char *n : names) {
+    void *sym = dlsym(RTLD_DEFAULT, n);
+    Dl_info info;
+    CHECKF(sym && dladdr(sym, &info) && info.dli_fname && strstr(info.dli_fname, "liblithe"),
+           "%s resolves to %s, not liblithe", n,
+           sym && dladdr(sym, &info) && info.dli_fname ? info.dli_fname : "nothing");
+  }
+  printf("all %zu operator new/delete forms resolve to liblithe\n", sizeof names / sizeof *names);
+#endif
+}
+
 int main() {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   tu_require_lithe();
+  operators_are_lithes();
   plain_forms();
   aligned_forms();
   failing_forms();
