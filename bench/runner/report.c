@@ -138,6 +138,14 @@ int report_write(const results *r, const char *dir, int print_tables) {
         fprintf(f, "- %s: %s\n", r->jobs[j].name, r->jobs[j].why ? r->jobs[j].why : "");
   }
 
+  if (base >= 0) {
+    fprintf(f, "\n## At a glance\n\nIn how many MallocBench-style rows (the table below) each allocator "
+               "is better (less) or worse than %s; `significant`: Mann-Whitney p < 0.05, "
+               "counted only where both sides have two or more runs. FAIL: benchmarks (of "
+               "all) that failed under it.\n\n",
+            r->allocs[base].name);
+    table_glance(f, r, s, ns);
+  }
   fprintf(f, "\n## Pictures\n\n");
   if (!nsvg) fprintf(f, "No figures to draw.\n");
   for (int i = 0; i < nsvg; i++) fprintf(f, "### %s\n\n![%s](%s)\n\n", captions[i], captions[i], names[i]);

@@ -127,6 +127,9 @@ void run_parse_line(results *r, int j, int a, int run, const char *line, int *nb
 void table_mallocbench(FILE *f, const results *r, const series *s, int ns);
 /* benchstat-style rows, baseline vs each other allocator (BENCHSPEC 7). */
 void table_benchstat(FILE *f, const results *r, const series *s, int ns);
+/* markdown: per allocator, in how many MallocBench rows it beats the
+ * baseline on time / peak / end (and how many of those are significant) */
+void table_glance(FILE *f, const results *r, const series *s, int ns);
 /* per-series centre in the current mode (mean of kept values / median);
  * 0 with *n = 0 when there are no values. */
 double series_center(const results *r, const series *s, int alloc, int *n);

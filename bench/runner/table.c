@@ -458,3 +458,55 @@ void table_benchstat(FILE *f, const results *r, const series *s, int ns) {
     fputc('\n', f);
   }
 }
+
+/* ---- 3. at a glance ------------------------------------------------------ */
+
+void table_glance(FILE *f, const results *r, const series *s, int ns) {
+  int base = results_baseline(r);
+  if (base < 0) return;
+  static const char *units[] = {"ns/op", "peak-kB", "end-kB"};
+  static const char *heads[] = {"time", "peak memory", "memory at end"};
+  int others = 0;
+  for (int a = 0; a < r->nalloc; a++) others += a != base && r->allocs[a].available;
+  if (!others) return;
+  fprintf(f, "| vs %s | %s | %s | %s | FAIL |\n|---|---|---|---|---|\n", r->allocs[base].name,
+          heads[0], heads[1], heads[2]);
+  for (int a = 0; a < r->nalloc; a++) {
+    if (a == base || !r->allocs[a].available) continue;
+    fprintf(f, "| %s |", r->allocs[a].name);
+    for (int u = 0; u < 3; u++) {
+      int better = 0, worse = 0, sbetter = 0, sworse = 0, tested = 0;
+      for (int k = 0; k < ns; k++) {
+        const job *jb = &r->jobs[s[k].job];
+        if (!in_mallocbench_table(jb) || strcmp(s[k].unit, units[u])) continue;
+        if (results_cell_status(r, s[k].job, a, NULL) != CELL_OK ||
+            results_cell_status(r, s[k].job, base, NULL) != CELL_OK)
+          continue;
+        int na, nb;
+        double cb = series_center(r, &s[k], base, &na), ca = series_center(r, &s[k], a, &nb);
+        if (!na || !nb || ca == cb) continue;
+        stats_utest t;
+        int nx, ny, sig = 0;
+        if (series_test(r, &s[k], base, a, &t, &nx, &ny)) {
+          tested++;
+          sig = t.ok && t.p < STATS_ALPHA;
+        }
+        if (ca < cb) {
+          better++;
+          sbetter += sig;
+        } else {
+          worse++;
+          sworse += sig;
+        }
+      }
+      fprintf(f, " better in %d, worse in %d", better, worse);
+      if (tested)
+        fprintf(f, " (significant: %d better, %d worse, of %d tested)", sbetter, sworse, tested);
+      fputs(" |", f);
+    }
+    int fails = 0;
+    for (int j = 0; j < r->njob; j++) fails += results_cell_status(r, j, a, NULL) == CELL_FAIL;
+    fprintf(f, " %d |\n", fails);
+  }
+  fputc('\n', f);
+}

@@ -41,6 +41,8 @@ set(expect
   "<harmonic mean>"
   "replay_demo"
   "glibc vs alt:"
+  "## At a glance"
+  "| alt | better in "
   "fixed_block_scaling-16"
   "(p=0.008 n=5+5)"
   "![")
