@@ -586,11 +586,15 @@ int main(int argc, char **argv) {
   g_total_runs = runs + (warmup ? 1 : 0);
   struct tctx *ctx = bk_alloc(nth * sizeof *ctx);
   pthread_t *tids = bk_alloc(nth * sizeof *tids);
-  pthread_barrier_init(&g_start, NULL, nth);
-  pthread_barrier_init(&g_stop, NULL, nth);
+  /* helpers only for recorded threads that have records */
+  unsigned active = 1;
+  for (unsigned i = 1; i < nth; i++) active += t->nops[i] > 0;
+  pthread_barrier_init(&g_start, NULL, active);
+  pthread_barrier_init(&g_stop, NULL, active);
   for (unsigned i = 0; i < nth; i++) { ctx[i].t = t; ctx[i].id = i; }
   for (unsigned i = 1; i < nth; i++)
-    if (pthread_create(&tids[i], NULL, helper, &ctx[i]) != 0) die("pthread_create failed");
+    if (t->nops[i] && pthread_create(&tids[i], NULL, helper, &ctx[i]) != 0)
+      die("cannot create replay thread %u of %u", i, nth);
 
   /* Reset the high-water mark: loading is not part of the measurement. Only
      then may the decoder's temporaries go (otherwise the load-time peak, with
@@ -612,9 +616,9 @@ int main(int argc, char **argv) {
     for (unsigned i = 0; i < nth; i++) ctx[i].done = 0;
     long f0 = minflt();
     double t0 = now_ns();
-    if (nth > 1) pthread_barrier_wait(&g_start);
+    if (active > 1) pthread_barrier_wait(&g_start);
     play(t, 0, &ctx[0]);
-    if (nth > 1) pthread_barrier_wait(&g_stop);
+    if (active > 1) pthread_barrier_wait(&g_stop);
     double ta = now_ns();
     if (verify && run == g_total_runs - 1) { /* not timed */
       live_before_leftovers = live_in_slots(t, 0, &objs);
@@ -625,7 +629,8 @@ int main(int argc, char **argv) {
     double t1 = now_ns();
     if (timed) { total_ns += (ta - t0) + (t1 - tb); faults += minflt() - f0; }
   }
-  for (unsigned i = 1; i < nth; i++) pthread_join(tids[i], NULL);
+  for (unsigned i = 1; i < nth; i++)
+    if (t->nops[i]) pthread_join(tids[i], NULL);
 
   const char *scav = scavenge();
   struct memstat m = read_status();
@@ -639,7 +644,7 @@ int main(int argc, char **argv) {
     uint64_t done = 0, waits = 0;
     for (unsigned i = 0; i < nth; i++) { done += ctx[i].done; waits += ctx[i].waits; }
     printf("# verify: records %" PRIu64 " replayed %" PRIu64 " threads %u cross-thread-ops %" PRIu64
-           " cross-thread-waits %" PRIu64 "\n", t->h.record_count, done, nth, t->cross, waits);
+           " cross-thread-waits %" PRIu64 "\n", t->h.record_count, done, active, t->cross, waits);
     printf("# verify: peak-live-bytes %" PRIu64 " end-live-bytes %" PRIu64 " replay-end-live-bytes %"
            PRIu64 " replay-end-live-objects %" PRIu64 "\n",
            t->peak_live, t->end_live, live_before_leftovers, objs);
