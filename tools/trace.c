@@ -133,7 +133,10 @@ struct tstate {
 };
 
 static atomic_bool g_recording; /* set once the constructor has set up the spool */
-static atomic_bool g_stopped;
+/* Global sequence counter. Stopping adds STOP_BIT to it: a record whose
+   fetch_add returns a value with STOP_BIT set was started after the stop and
+   is dropped (see record() and trace_finish()). */
+#define STOP_BIT (1ull << 62)
 static atomic_uint_fast64_t g_seq = 1;
 static atomic_uint g_ntid;
 static atomic_uint_fast64_t g_unknown_frees;
@@ -174,8 +177,8 @@ static void flush_ts(struct tstate *t) {
 static void thread_exit_cb(void *arg) {
   struct tstate *t = arg;
   /* same protocol as a record: do not race with the exit-time flush */
-  atomic_store(&t->in_rec, 1);
-  if (!atomic_load(&g_stopped)) {
+  atomic_store_explicit(&t->in_rec, 1, memory_order_relaxed);
+  if (!(atomic_fetch_add_explicit(&g_seq, 0, memory_order_acq_rel) & STOP_BIT)) {
     flush_ts(t);
     madvise(t->buf, BUF_RECS * sizeof(struct rawrec), MADV_DONTNEED);
   }
@@ -312,9 +315,14 @@ static inline unsigned log2_ceil(size_t a) {
 
 static void record(struct tstate *t, unsigned op, unsigned alog, uint64_t size, uint64_t ref,
                    uint64_t oldsize, const void *newp) {
-  atomic_store(&t->in_rec, 1); /* seq_cst: pairs with g_stopped in finish() */
-  uint64_t seq = atomic_fetch_add(&g_seq, 1);
-  if (UNLIKELY(atomic_load(&g_stopped))) {
+  /* The in_rec store is ordered before the fetch_add (a release RMW). If our
+     fetch_add precedes trace_finish()'s in g_seq's modification order, that
+     acq_rel RMW synchronises with ours, so finish sees in_rec = 1 and waits;
+     otherwise our fetch_add returns a value with STOP_BIT and we drop the
+     record. So a record is either complete before the flush or not made. */
+  atomic_store_explicit(&t->in_rec, 1, memory_order_relaxed);
+  uint64_t seq = atomic_fetch_add_explicit(&g_seq, 1, memory_order_acq_rel);
+  if (UNLIKELY(seq & STOP_BIT)) {
     atomic_store_explicit(&t->in_rec, 0, memory_order_release);
     return;
   }
@@ -551,11 +559,12 @@ static void trace_finish(void) {
   tl_busy = 1; /* this thread records nothing from now on */
   struct timespec ts0, ts1;
   clock_gettime(CLOCK_MONOTONIC, &ts0);
-  atomic_store(&g_stopped, true); /* seq_cst: pairs with in_rec in record() */
+  uint64_t maxseq = atomic_fetch_add_explicit(&g_seq, STOP_BIT, memory_order_acq_rel);
   pthread_mutex_lock(&g_reg_mtx);
   for (struct tstate *t = g_threads; t; t = t->next) {
     /* wait for a record in progress (bounded: a thread may be stuck forever) */
-    for (int i = 0; i < 100000 && atomic_load(&t->in_rec); i++) sched_yield();
+    for (int i = 0; i < 100000 && atomic_load_explicit(&t->in_rec, memory_order_acquire); i++)
+      sched_yield();
     flush_ts(t);
   }
   pthread_mutex_unlock(&g_reg_mtx);
@@ -564,7 +573,6 @@ static void trace_finish(void) {
   off_t bytes = lseek(g_spool_fd, 0, SEEK_END);
   if (bytes < 0) { say("spool file lost (the program closed its descriptor?): ", g_spool_path); return; }
   size_t nraw = (size_t)bytes / sizeof(struct rawrec);
-  uint64_t maxseq = atomic_load(&g_seq);
   struct rawrec *raw = NULL;
   uint32_t *pos = NULL; /* pos[seq] = 1 + index in raw, 0 = missing */
   if (nraw) {
