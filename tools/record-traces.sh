@@ -36,7 +36,7 @@ need() { # program package
   fi
 }
 need xz xz-utils
-need awk gawk
+need awk mawk   # the shipped git trace was made with mawk (Debian's default awk); its rand() differs from gawk's
 for n in "${names[@]}"; do
   case $n in
     python|pythreads) need /usr/bin/python3 python3 ;;
