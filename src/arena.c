@@ -27,6 +27,8 @@ static uint64_t bin_bits; /* bit i: bins[i] non-empty */
 static arena_t *arenas;
 static size_t narenas;
 static uint64_t last_purge_ms;
+static size_t dirty_bytes;  /* free runs whose pages may be resident */
+static size_t in_use_bytes; /* pages handed out (spans, large objects) */
 
 void pages_init(void) {
   large_max = lithe_opt.arena_size / 4;
@@ -42,6 +44,7 @@ static void bin_insert(span_t *s) {
   unsigned b = bin_of(npages_of(s));
   list_push_front(&bins[b], s);
   bin_bits |= 1ull << b;
+  if (s->dirty) dirty_bytes += s->bytes;
   pagemap_set_one(s->start, s);
   pagemap_set_one(s->start + s->bytes - PAGE_SIZE, s);
 }
@@ -50,6 +53,7 @@ static void bin_remove(span_t *s) {
   unsigned b = bin_of(npages_of(s));
   list_remove(&bins[b], s);
   if (!bins[b].first) bin_bits &= ~(1ull << b);
+  if (s->dirty) dirty_bytes -= s->bytes;
 }
 
 /* A free run of this arena that ends at / starts at `edge`, or NULL. */
@@ -184,14 +188,20 @@ static span_t *arena_carve(size_t npages) {
   return s;
 }
 
-/* purge free runs that have been free long enough (all, if force) */
-static size_t purge_runs(uint64_t now, bool force) {
+/* Purge free runs that have been free long enough; then, while more than
+ * `keep` bytes of free pages are still resident, purge others too.  (The
+ * decay alone keeps everything when the program goes quiet; `keep` is what
+ * an explicit lithe_collect(false) leaves for reuse.) */
+static size_t purge_runs(uint64_t now, bool force, size_t keep) {
   size_t purged = 0;
+  long delay = lithe_opt.purge_delay_ms;
   for (unsigned b = 0; b < NBINS; b++)
     for (span_t *s = bins[b].first; s; s = s->next)
-      if (s->dirty && (force || now - s->freed_ms >= (uint64_t)lithe_opt.purge_delay_ms)) {
+      if (s->dirty && (force || (delay >= 0 && now - s->freed_ms >= (uint64_t)delay) ||
+                       dirty_bytes > keep)) {
         os_purge(s->start, s->bytes);
         s->dirty = 0;
+        dirty_bytes -= s->bytes;
         purged += s->bytes;
       }
   last_purge_ms = now;
@@ -203,7 +213,7 @@ static void maybe_purge(void) {
   if (delay < 0) return;
   uint64_t now = os_now_ms();
   uint64_t every = delay > 40 ? (uint64_t)delay / 4 : 10;
-  if (delay == 0 || now - last_purge_ms >= every) purge_runs(now, false);
+  if (delay == 0 || now - last_purge_ms >= every) purge_runs(now, false, SIZE_MAX);
 }
 
 /* A run of `npages` pages aligned to `align` (a power of two; <= PAGE_SIZE
@@ -224,6 +234,7 @@ span_t *pages_alloc(size_t npages, size_t align) {
   }
   if (s->bytes > (npages << PAGE_SHIFT) && !split_tail(s, npages << PAGE_SHIFT)) goto fail;
   pagemap_set(s->start, npages, s);
+  in_use_bytes += s->bytes;
   pthread_mutex_unlock(&pages_lock);
   return s;
 fail:
@@ -239,6 +250,7 @@ void pages_free(span_t *s) {
   s->owner = NULL;
   s->free = NULL;
   atomic_store_explicit(&s->thread_free, 0, memory_order_relaxed);
+  in_use_bytes -= s->bytes;
   insert_coalesced(s);
   maybe_purge();
   pthread_mutex_unlock(&pages_lock);
@@ -252,7 +264,11 @@ bool pages_try_resize(span_t *s, size_t npages) {
   pthread_mutex_lock(&pages_lock);
   arena_t *a = s->arena;
   if (want <= s->bytes) {
+    size_t old_bytes = s->bytes;
+    s->dirty = 1; /* the tail held the object's bytes */
+    s->freed_ms = os_now_ms();
     ok = want == s->bytes || split_tail(s, want);
+    if (ok) in_use_bytes -= old_bytes - s->bytes;
   } else {
     size_t need = want - s->bytes;
     char *next = s->start + s->bytes;
@@ -275,17 +291,20 @@ bool pages_try_resize(span_t *s, size_t npages) {
     if (ok) {
       pagemap_set(next, need >> PAGE_SHIFT, s);
       s->bytes = want;
+      in_use_bytes += need;
     }
   }
   pthread_mutex_unlock(&pages_lock);
   return ok;
 }
 
-/* Purge (all free runs if force, else the decayed ones); with force also
- * give back the commit of each arena's free top. Returns bytes purged. */
+/* Purge: with force every free run, and the commit of each arena's free
+ * top too; without, the decayed runs and whatever exceeds a reserve of
+ * max(1 MiB, 1/8 of the pages in use) kept for reuse. Returns bytes purged. */
 size_t pages_collect(bool force) {
   pthread_mutex_lock(&pages_lock);
-  size_t purged = purge_runs(os_now_ms(), force);
+  size_t keep = in_use_bytes / 8 > 1 * MiB ? in_use_bytes / 8 : 1 * MiB;
+  size_t purged = purge_runs(os_now_ms(), force, keep);
   if (force) {
     for (arena_t *a = arenas; a; a = a->next) {
       if (a->bump == a->base) continue;
