@@ -10,6 +10,7 @@
 #include "testutil.h"
 
 #include <malloc.h>
+#include <pthread.h>
 #include <sys/mman.h>
 
 typedef struct {
@@ -30,6 +31,7 @@ static const mcase cases[] = {
     {"double_free_small", "free", "double"},
     {"double_free_large", "free", "double"},
     {"double_free_xlarge", "free", "double|not allocated"},
+    {"double_free_remote", "free", "double"},
     {"realloc_stack", "realloc", "not allocated"},
     {"realloc_interior", "realloc", "interior"},
     {"realloc_freed", "realloc", "double|not allocated|freed"},
@@ -56,16 +58,30 @@ static void after_misuse(void) {
     size_t n = after_size(i);
     ps[i] = malloc(n);
     CHECK(ps[i] != NULL);
-    tu_fill(ps[i], n, tu_seed(ps[i], n));
+    tu_fill(ps[i], n, tu_seed(ps[i], n) + (uint64_t)i);
   }
+  for (int i = 0; i < N; i++)
+    for (int j = i + 1; j < N; j++)
+      CHECKF(ps[i] != ps[j], "block %p handed out twice after the misuse", (void *)ps[i]);
   for (int i = 0; i < N; i++) {
     size_t n = after_size(i);
-    CHECKF(tu_check(ps[i], n, tu_seed(ps[i], n)) < 0, "block %p overwritten after misuse",
-           (void *)ps[i]);
+    CHECKF(tu_check(ps[i], n, tu_seed(ps[i], n) + (uint64_t)i) < 0,
+           "block %p overwritten after misuse", (void *)ps[i]);
     free(ps[i]);
   }
   printf("SURVIVED\n");
   fflush(stdout);
+}
+
+/* double_free_remote: a block owned by a live thread, freed twice by main */
+static pthread_barrier_t owner_bar;
+static void *owner(void *arg) {
+  (void)arg;
+  sink = malloc(100);
+  pthread_barrier_wait(&owner_bar); /* main frees the block twice */
+  pthread_barrier_wait(&owner_bar);
+  for (int i = 0; i < 1000; i++) free(malloc(100)); /* the owner collects its frees */
+  return NULL;
 }
 
 static int child(const char *name) {
@@ -138,6 +154,16 @@ static int child(const char *name) {
     announce(p);
     free(sink);
     free(sink);
+  } else if (!strcmp(name, "double_free_remote")) {
+    pthread_t t;
+    pthread_barrier_init(&owner_bar, NULL, 2);
+    CHECK(pthread_create(&t, NULL, owner, NULL) == 0);
+    pthread_barrier_wait(&owner_bar);
+    announce(sink);
+    free(sink);
+    free(sink);
+    pthread_barrier_wait(&owner_bar);
+    pthread_join(t, NULL); /* its spans are abandoned, then adopted below */
   } else if (!strcmp(name, "realloc_stack")) {
     sink = stackbuf + 64;
     announce(sink);
