@@ -103,29 +103,37 @@ enum span_kind {
 struct heap_s;
 struct arena_s;
 
+/* Fields are grouped by who writes them, one cache line each, so a thread
+ * freeing into another thread's span reads a line the owner does not write
+ * on every malloc (the validation fields), and writes a line of its own
+ * (thread_free). */
+#define CACHE_LINE 64
 typedef struct span_s {
-  /* owner's hot fields */
-  block_t *free;             /* owner-local free list                    */
+  /* read-mostly: set when the span is made; what free() validates with */
+  char *start;               /* first byte of the span                   */
+  size_t bytes;              /* span length (pages * PAGE_SIZE, or map)  */
+  uint64_t div_magic;        /* interior-pointer check (alloc.c)         */
+  struct heap_s *_Atomic owner;      /* NULL: abandoned / none           */
+  uint32_t block_size;
+  uint32_t capacity;
+  uint8_t cls;
+  uint8_t kind;
+  uint8_t dirty;             /* FREE runs: pages may be resident         */
+  struct arena_s *arena;             /* NULL for xlarge                  */
+  /* owner-written on every malloc/free */
+  _Alignas(CACHE_LINE) block_t *free; /* owner-local free list           */
   uint32_t used;             /* blocks out (remote frees not yet counted) */
   int32_t free_trigger;      /* owner's free goes slow when used <= this:
                                 -1 current span, 0 other available span
                                 (release when empty), INT32_MAX full     */
-  uint8_t cls;
-  uint8_t kind;
-  uint8_t full;              /* linked in the owner's full list          */
-  uint8_t dirty;             /* FREE runs: pages may be resident         */
-  uint32_t block_size;
-  uint32_t capacity;
-  uint64_t div_magic;        /* interior-pointer check (alloc.c)         */
-  char *start;               /* first byte of the span                   */
-  size_t bytes;              /* span length (pages * PAGE_SIZE, or map)  */
   char *bump;                /* small: first never-used block            */
   char *bump_end;            /* small: start + capacity * block_size     */
-  struct heap_s *_Atomic owner;      /* NULL: abandoned / none           */
-  _Atomic uintptr_t thread_free;     /* remote frees | TF_* state        */
-  struct span_s *next, *prev;        /* the list the span is in          */
+  uint8_t full;              /* linked in the owner's full list          */
+  /* written by other threads */
+  _Alignas(CACHE_LINE) _Atomic uintptr_t thread_free; /* remote frees | TF_* */
   struct span_s *_Atomic remote_next;/* owner's notified-spans stack     */
-  struct arena_s *arena;             /* NULL for xlarge                  */
+  /* lists and page-heap bookkeeping */
+  _Alignas(CACHE_LINE) struct span_s *next, *prev; /* the list it is in  */
   uint64_t freed_ms;                 /* FREE runs: when it became free   */
   size_t map_bytes;                  /* xlarge: whole mapping length     */
   char *map_base;                    /* xlarge: mapping start            */
