@@ -78,7 +78,7 @@ static void bad_alignments(void) {
 #ifdef HAVE_LITHE
   /* lithe refuses a non-power-of-two alignment in aligned_alloc and memalign
    * (glibc before 2.38 rounds it up instead, so only checked with lithe) */
-  const size_t bad[] = {3, 12, 24, 48, 100, 4095, 4097, ((size_t)1 << 20) + 16, SIZE_MAX};
+  const size_t bad[] = {0, 3, 12, 24, 48, 100, 4095, 4097, ((size_t)1 << 20) + 16, SIZE_MAX};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     errno = 0;
     void *q = aligned_alloc(bad[i], 256);
@@ -114,6 +114,13 @@ static void page_allocs(void) {
     free(v);
     free(pv);
   }
+#ifdef HAVE_LITHE
+  char *z = pvalloc(0); /* lithe: one page */
+  CHECKF(z && malloc_usable_size(z) >= page, "pvalloc(0) = %p, usable %zu", (void *)z,
+         z ? malloc_usable_size(z) : 0);
+  memset(z, 1, page);
+  free(z);
+#endif
   printf("valloc/pvalloc: page-aligned, pvalloc rounds up to whole pages\n");
 }
 
@@ -153,6 +160,24 @@ static void mixed(void) {
   printf("mixed aligned/plain: %d blocks, random free order OK\n", N);
 }
 
+/* lithe documents (docs/semantics.md) that posix_memalign leaves errno alone */
+static void posix_memalign_errno(void) {
+#ifdef HAVE_LITHE
+  /* lithe documents that posix_memalign leaves errno alone */
+  for (int i = 0; i < 2; i++) {
+    void *q = NULL;
+    errno = 12345;
+    int rc = i ? posix_memalign(&q, 64, SIZE_MAX - 10) : posix_memalign(&q, 24, 10);
+    CHECKF(rc == (i ? ENOMEM : EINVAL) && errno == 12345,
+           "posix_memalign failing with %d changed errno to %d", rc, errno);
+    errno = 12345;
+    CHECK(posix_memalign(&q, 64, 100) == 0 && errno == 12345);
+    free(q);
+  }
+  printf("posix_memalign leaves errno alone\n");
+#endif
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   page = (size_t)sysconf(_SC_PAGESIZE);
@@ -163,6 +188,7 @@ int main(void) {
   bad_alignments();
   page_allocs();
   mixed();
+  posix_memalign_errno();
   printf("api_align: OK\n");
   return 0;
 }

@@ -166,6 +166,19 @@ static void stats(void) {
          s2.committed >> 10);
   CHECK(s2.os_calls > s0.os_calls);
 
+  /* malloc_trim = lithe_collect(true), 1 when memory was given back */
+  void *lg[8];
+  for (int i = 0; i < 8; i++) {
+    lg[i] = lithe_malloc(2 * MiB);
+    CHECK(lg[i] != NULL);
+    memset(lg[i], 3, 2 * MiB);
+  }
+  for (int i = 0; i < 8; i++) lithe_free(lg[i]);
+  int t1 = lithe_malloc_trim(0);
+  int t2 = malloc_trim(0);
+  printf("malloc_trim after freeing 16 MiB of large blocks: %d, then again: %d\n", t1, t2);
+  CHECKF(t1 == 1, "lithe_malloc_trim(0) = %d after 16 MiB were freed", t1);
+
   /* lithe_collect(false) is harmless at any time */
   void *p = lithe_malloc(100);
   lithe_collect(false);
