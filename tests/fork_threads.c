@@ -1,7 +1,8 @@
 /* fork_threads [FORKS]: 4 threads allocate and free without pause while the
  * main thread forks 50 times. Each child allocates and frees some megabytes
- * in several sizes, frees blocks the parent allocated before the fork, runs
- * a thread of its own that allocates, and exits 0. A child that deadlocks
+ * in several sizes, frees blocks the parent allocated before the fork and
+ * blocks of a thread that does not exist in the child, runs a thread of its
+ * own that allocates, and exits 0. Every 5th fork is made by a second thread. A child that deadlocks
  * (an allocator lock held across fork) is killed after a timeout and fails
  * the test. */
 #include "testutil.h"
@@ -60,8 +61,40 @@ static void *child_thread(void *arg) {
 static void *inherited[NINH];
 static size_t inherited_n[NINH];
 
+/* blocks of a helper thread that is alive at the fork but absent in the
+ * child (unless the helper is the one that forks) */
+#define NORPH 32
+static void *orphan[NORPH];
+static size_t orphan_n[NORPH];
+static pthread_barrier_t hbar;
+static int fork_in_helper;
+static volatile pid_t helper_pid;
+static void child_work(void);
+
+static void *helper(void *arg) {
+  uint64_t rng = 99 + (uint64_t)(intptr_t)arg;
+  for (int i = 0; i < NORPH; i++) {
+    orphan_n[i] = 1 + (size_t)(tu_rand(&rng) % (i < 2 ? 500000 : 2000));
+    orphan[i] = malloc(orphan_n[i]);
+    CHECK(orphan[i] != NULL);
+    tu_fill(orphan[i], orphan_n[i], tu_seed(orphan[i], orphan_n[i]));
+  }
+  pthread_barrier_wait(&hbar); /* ready: main forks now (or we do) */
+  if (fork_in_helper) {
+    pid_t pid = fork();
+    if (pid == 0) child_work();
+    helper_pid = pid;
+  }
+  pthread_barrier_wait(&hbar);
+  return NULL;
+}
+
 static void child_work(void) {
   alarm(30); /* a deadlocked child dies instead of hanging */
+  for (int i = 0; i < NORPH; i++) {
+    if (tu_check(orphan[i], orphan_n[i], tu_seed(orphan[i], orphan_n[i])) >= 0) _exit(19);
+    free(orphan[i]);
+  }
   for (int i = 0; i < NINH; i++) {
     if (tu_check(inherited[i], inherited_n[i], tu_seed(inherited[i], inherited_n[i])) >= 0)
       _exit(12);
@@ -106,6 +139,8 @@ int main(int argc, char **argv) {
   pthread_t th[NT];
   for (int i = 0; i < NT; i++) CHECK(pthread_create(&th[i], NULL, churn, (void *)(intptr_t)i) == 0);
   uint64_t rng = 4242;
+  int from_thread = 0;
+  pthread_barrier_init(&hbar, NULL, 2);
   double t0 = tu_now(), slowest = 0;
   for (int f = 0; f < forks; f++) {
     for (int i = 0; i < NINH; i++) {
@@ -114,12 +149,25 @@ int main(int argc, char **argv) {
       CHECK(inherited[i] != NULL);
       tu_fill(inherited[i], inherited_n[i], tu_seed(inherited[i], inherited_n[i]));
     }
+    fork_in_helper = f % 5 == 4; /* every 5th fork is made by a second thread */
+    pthread_t ht;
+    CHECK(pthread_create(&ht, NULL, helper, (void *)(intptr_t)f) == 0);
+    pthread_barrier_wait(&hbar);
     usleep((useconds_t)(tu_rand(&rng) % 3000)); /* land the fork at a random point */
     double tf = tu_now();
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) child_work();
+    pid_t pid;
+    if (fork_in_helper) {
+      pthread_barrier_wait(&hbar);
+      pid = helper_pid;
+      from_thread++;
+    } else {
+      pid = fork();
+      if (pid == 0) child_work();
+      pthread_barrier_wait(&hbar);
+    }
+    CHECK(pid > 0);
     atomic_store(&paused, 1);
+    pthread_join(ht, NULL); /* in the parent the helper's blocks outlive it */
     int status = 0;
     pid_t w;
     double deadline = tu_now() + 40;
@@ -143,11 +191,16 @@ int main(int argc, char **argv) {
       CHECK(tu_check(inherited[i], inherited_n[i], tu_seed(inherited[i], inherited_n[i])) < 0);
       free(inherited[i]);
     }
+    for (int i = 0; i < NORPH; i++) {
+      CHECK(tu_check(orphan[i], orphan_n[i], tu_seed(orphan[i], orphan_n[i])) < 0);
+      free(orphan[i]);
+    }
   }
   atomic_store(&stop, 1);
   for (int i = 0; i < NT; i++) pthread_join(th[i], NULL);
-  printf("forks: %d children exited 0 in %.2f s (slowest %.3f s); threads did %ld ops meanwhile\n",
-         forks, tu_now() - t0, slowest, atomic_load(&thread_ops));
+  printf("forks: %d children (%d forked by a second thread) exited 0 in %.2f s (slowest %.3f s); "
+         "threads did %ld ops meanwhile\n",
+         forks, from_thread, tu_now() - t0, slowest, atomic_load(&thread_ops));
   CHECK(atomic_load(&thread_ops) > forks);
   printf("fork_threads: OK\n");
   return 0;
