@@ -50,9 +50,24 @@ static void sweep(alloc_fn f, const char *name, size_t min_align) {
         CHECKF(off < 0, "%s(align %zu) block %p size %zu overwritten at %ld", name, align, p,
                sizes[i], off);
       }
+    /* aligned blocks realloc like any other: grown, shrunk, contents kept */
+    for (int r = 0; r < REP; r++)
+      for (int i = 0; i < NS; i++) {
+        void *p = ps[r * NS + i];
+        size_t n = sizes[i];
+        uint64_t seed = tu_seed(p, n);
+        size_t to = r == 0 ? 2 * n + 100 : r == 1 ? n / 2 + 1 : n + 1;
+        void *q = realloc(p, to);
+        CHECKF(q != NULL && ((uintptr_t)q & 15) == 0, "realloc(%s block) failed", name);
+        size_t keep = to < n ? to : n;
+        CHECKF(tu_check(q, keep, seed) < 0, "realloc of a %s(align %zu) block lost data", name,
+               align);
+        CHECK(malloc_usable_size(q) >= to);
+        ps[r * NS + i] = q;
+      }
     for (int i = 0; i < NS * REP; i++) free(ps[i]);
   }
-  printf("%s: alignments %zu..4 MiB, %zu blocks OK\n", name, min_align, count);
+  printf("%s: alignments %zu..4 MiB, %zu blocks OK (also reallocated)\n", name, min_align, count);
 }
 
 static void bad_alignments(void) {
