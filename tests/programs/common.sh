@@ -3,7 +3,7 @@
 # checks that each run really used lithe (its "lithe stats" on stderr at exit).
 # Without an argument the programs run on the system allocator (for working
 # on the tests themselves) and the lithe checks are skipped.
-set -u -o pipefail
+set -eu -o pipefail
 
 LIB=${1:-}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # program_git: git builds a repository of 300 commits (fast-import) and runs
 # log, gc, fsck, clone and blame on it under lithe; the results are checked.
-source "$(dirname "$0")/common.sh"
+source "$(dirname "$0")/common.sh" || { echo "FAIL: cannot load common.sh"; exit 1; }
 need git git
 echo "$(git --version)"
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # program_gxx: g++ (driver, cc1plus, as, ld) compiles an STL program under
 # lithe, and the program then runs under lithe; its output is checked.
-source "$(dirname "$0")/common.sh"
+source "$(dirname "$0")/common.sh" || { echo "FAIL: cannot load common.sh"; exit 1; }
 need g++ g++
 
 lithe g++ -O1 -std=c++17 -pthread -o "$TMP/stl" "$HERE/stl.cpp"

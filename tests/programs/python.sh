@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # program_python: a Python workload (objects, dicts, json, regex) under lithe.
-source "$(dirname "$0")/common.sh"
+source "$(dirname "$0")/common.sh" || { echo "FAIL: cannot load common.sh"; exit 1; }
 
 # Debian's interpreter, not a version manager's shim
 PY=/usr/bin/python3

@@ -2,7 +2,7 @@
 # program_sqlite: sqlite3 builds a 200,000-row table (recursive CTE), indexes,
 # updates, deletes, vacuums and queries it under lithe; the figures are checked
 # against closed formulas (see sqlite.sql).
-source "$(dirname "$0")/common.sh"
+source "$(dirname "$0")/common.sh" || { echo "FAIL: cannot load common.sh"; exit 1; }
 need sqlite3 sqlite3
 echo "sqlite3 $(sqlite3 --version | cut -d' ' -f1)"
 
