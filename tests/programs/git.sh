@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# program_git: git builds a repository of 300 commits (fast-import) and runs
+# program_git: git builds a repository of 1000 commits (fast-import) and runs
 # log, gc, fsck, clone and blame on it under lithe; the results are checked.
 source "$(dirname "$0")/common.sh" || { echo "FAIL: cannot load common.sh"; exit 1; }
 need git git
@@ -10,7 +10,7 @@ export GIT_AUTHOR_NAME=Tester GIT_AUTHOR_EMAIL=tester@localhost
 export GIT_COMMITTER_NAME=Tester GIT_COMMITTER_EMAIL=tester@localhost
 export LC_ALL=C
 mkdir -p "$HOME"
-N=300
+N=1000
 
 # the fast-import stream: commit i sets f.txt to lines 1..i and, every 10th
 # commit, adds d/<i>.txt
