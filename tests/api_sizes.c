@@ -2,7 +2,7 @@
  * around every power of two and every multiple of 16 up to 1024, a stride up
  * to 70000, large sizes 64 KiB..64 MiB and xlarge sizes past 64 MiB. Each
  * block is filled over its whole usable size with a pattern and verified
- * while its neighbours live; then a realloc chain walks the same sizes up
+ * while its neighbours live, then calloc of the same size must read zero; then a realloc chain walks the same sizes up
  * and down checking the contents survive. */
 #include "testutil.h"
 
@@ -67,6 +67,14 @@ static void one_size(size_t n) {
            us[i], off);
     free(ps[i]);
   }
+  /* the same size again with calloc, over the dirty memory just freed */
+  for (int i = 0; i < cnt; i++) {
+    ps[i] = calloc(1, n);
+    CHECKF(ps[i] != NULL, "calloc(1, %zu) failed", n);
+    long off = tu_nonzero(ps[i], n);
+    CHECKF(off < 0, "calloc(1, %zu) = %p: byte %ld not zero", n, ps[i], off);
+  }
+  for (int i = 0; i < cnt; i++) free(ps[i]);
 }
 
 static void realloc_chain(void) {
