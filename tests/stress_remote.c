@@ -13,7 +13,7 @@
 #include <stdatomic.h>
 
 #define PAIRS 2
-#define RING 8192
+#define RING 4096
 #define BATCH 64
 
 typedef struct {
