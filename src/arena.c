@@ -28,6 +28,7 @@ static arena_t *arenas;
 static size_t narenas;
 static uint64_t last_purge_ms;
 static size_t dirty_bytes;  /* free runs whose pages may be resident */
+static size_t clean_bytes;  /* free runs known not resident (purged/fresh) */
 static size_t in_use_bytes; /* pages handed out (spans, large objects) */
 
 void pages_init(void) {
@@ -37,6 +38,14 @@ void pages_init(void) {
 
 size_t pages_arena_count(void) { return narenas; }
 
+/* Committed bytes that hold no resident page: clean free runs, and the
+ * committed space above each arena's bump pointer.  Caller holds the lock. */
+size_t pages_purged_bytes(void) {
+  size_t n = clean_bytes;
+  for (arena_t *a = arenas; a; a = a->next) n += (size_t)(a->commit_top - a->bump);
+  return n;
+}
+
 static inline unsigned bin_of(size_t npages) { return npages < NBINS ? (unsigned)npages : 0; }
 static inline size_t npages_of(const span_t *s) { return s->bytes >> PAGE_SHIFT; }
 
@@ -44,7 +53,7 @@ static void bin_insert(span_t *s) {
   unsigned b = bin_of(npages_of(s));
   list_push_front(&bins[b], s);
   bin_bits |= 1ull << b;
-  if (s->dirty) dirty_bytes += s->bytes;
+  if (s->dirty) dirty_bytes += s->bytes; else clean_bytes += s->bytes;
   pagemap_set_one(s->start, s);
   pagemap_set_one(s->start + s->bytes - PAGE_SIZE, s);
 }
@@ -53,7 +62,7 @@ static void bin_remove(span_t *s) {
   unsigned b = bin_of(npages_of(s));
   list_remove(&bins[b], s);
   if (!bins[b].first) bin_bits &= ~(1ull << b);
-  if (s->dirty) dirty_bytes -= s->bytes;
+  if (s->dirty) dirty_bytes -= s->bytes; else clean_bytes -= s->bytes;
 }
 
 /* A free run of this arena that ends at / starts at `edge`, or NULL. */
@@ -202,6 +211,7 @@ static size_t purge_runs(uint64_t now, bool force, size_t keep) {
         os_purge(s->start, s->bytes);
         s->dirty = 0;
         dirty_bytes -= s->bytes;
+        clean_bytes += s->bytes;
         purged += s->bytes;
       }
   last_purge_ms = now;

@@ -199,7 +199,7 @@ void *os_remap(void *p, size_t old_size, size_t new_size) INTERNAL;
 void os_random(void *buf, size_t n) INTERNAL;
 uint64_t os_now_ms(void) INTERNAL;
 typedef struct os_stats_s {
-  _Atomic size_t reserved, committed, purged, os_calls, purges, metadata;
+  _Atomic size_t reserved, committed, os_calls, purges, metadata;
 } os_stats_t;
 extern os_stats_t os_stats INTERNAL;
 
@@ -244,6 +244,7 @@ bool pages_try_resize(span_t *s, size_t npages) INTERNAL;      /* grow/shrink in
 size_t pages_collect(bool force) INTERNAL;                    /* purge; returns bytes */
 void pages_init(void) INTERNAL;
 size_t pages_arena_count(void) INTERNAL;
+size_t pages_purged_bytes(void) INTERNAL;
 
 /* span.c */
 void span_init_small(span_t *s, unsigned cls) INTERNAL;

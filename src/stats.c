@@ -19,6 +19,7 @@ LITHE_API void lithe_stats_get(lithe_stats_t *out) {
   if (!atomic_load(&lithe_initialized)) return;
   pthread_mutex_lock(&pages_lock);
   out->arenas = pages_arena_count();
+  out->purged = pages_purged_bytes();
   pthread_mutex_unlock(&pages_lock);
   heaps_stats(&out->heaps_live, &out->heaps_created, &out->spans_small, &out->spans_abandoned);
 }
@@ -43,6 +44,7 @@ LITHE_API void lithe_stats_print(int fd) {
   (void)!write(fd, head, n + 3);
   put(fd, "  reserved bytes       ", st.reserved);
   put(fd, "  committed bytes      ", st.committed);
+  put(fd, "  purged bytes         ", st.purged);
   put(fd, "  metadata bytes       ", st.metadata);
   put(fd, "  arenas               ", st.arenas);
   put(fd, "  large live           ", st.large_live);
