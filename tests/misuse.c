@@ -32,6 +32,8 @@ static const mcase cases[] = {
     {"double_free_large", "free", "double"},
     {"double_free_xlarge", "free", "double|not allocated"},
     {"double_free_remote", "free", "double"},
+    {"free_unallocated_slot", "free", "not allocated|double|interior"},
+    {"free_arena_hole", "free", "not allocated|double"},
     {"realloc_stack", "realloc", "not allocated"},
     {"realloc_interior", "realloc", "interior"},
     {"realloc_freed", "realloc", "double|not allocated|freed"},
@@ -153,6 +155,24 @@ static int child(const char *name) {
     sink = p;
     announce(p);
     free(sink);
+    free(sink);
+  } else if (!strcmp(name, "free_unallocated_slot")) {
+    /* a block-aligned address in the same span that was never handed out:
+     * accepted, it would be handed out twice later */
+    char *p = malloc(100);
+    CHECK(p != NULL);
+    size_t slot = malloc_usable_size(p);
+    sink = p + 5 * slot;
+    announce(sink);
+    free(sink);
+  } else if (!strcmp(name, "free_arena_hole")) {
+    /* page-aligned, 24 MiB past a small block: inside lithe's reserved
+     * arena (64 MiB, aligned to its size) but never allocated */
+    char *p = malloc(100);
+    CHECK(p != NULL);
+    uintptr_t arena = (uintptr_t)p & ~(((uintptr_t)64 << 20) - 1);
+    sink = (void *)(arena + ((uintptr_t)24 << 20) + 8192);
+    announce(sink);
     free(sink);
   } else if (!strcmp(name, "double_free_remote")) {
     pthread_t t;
