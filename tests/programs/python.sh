@@ -19,6 +19,16 @@ python workload OK 3
 WANT
 diff -u "$TMP/want" "$TMP/out" || fail "python output differs from the expected lines"
 
+# again with small arenas and pages purged at once
+LITHE_PURGE_DELAY_MS=0 LITHE_ARENA_SIZE=4m lithe "$PY" "$HERE/workload.py" >"$TMP/out3"
+diff -u "$TMP/want" "$TMP/out3" || fail "python output differs with LITHE_PURGE_DELAY_MS=0 LITHE_ARENA_SIZE=4m"
+echo "ok: same output with LITHE_PURGE_DELAY_MS=0 LITHE_ARENA_SIZE=4m"
+if [ -n "$LIB" ]; then
+  arenas=$(awk '$1 == "arenas" { print $2; exit }' "$LAST_ERR")
+  echo "arenas of 4 MiB: ${arenas:-?}"
+  [ "${arenas:-0}" -ge 2 ] || fail "LITHE_ARENA_SIZE=4m: expected several arenas, stats say '${arenas:-}'"
+fi
+
 # many short interpreters too: start-up and exit paths, imports, threads
 lithe "$PY" -c '
 import threading, json, hashlib
