@@ -3,7 +3,7 @@
  * test's environment): 0 = at once, N = after N ms. 256 MiB of large blocks
  * (and some small ones) are allocated, touched and freed; then, while the
  * program keeps allocating a little, VmRSS must come back within 8 MiB of
- * where it started, no later than the delay plus a second. */
+ * where it started, no later than the delay plus two seconds. */
 #include "testutil.h"
 
 #include <malloc.h>
@@ -37,7 +37,7 @@ int main(void) {
   double t0 = tu_now();
   long now = tu_status_kb("VmRSS");
   long first = now;
-  double limit = delay / 1000.0 + 1.0;
+  double limit = delay / 1000.0 + 2.0; /* generous for a loaded machine */
   /* keep the allocator busy with a little work, as a program would */
   while (now - base > SLACK_KB && tu_now() - t0 < limit) {
     for (int i = 0; i < 100; i++) {
