@@ -234,10 +234,10 @@ static inline bool pow2(size_t a) { return a != 0 && (a & (a - 1)) == 0; }
 
 int lt_posix_memalign(void **out, size_t align, size_t n) {
   if (!pow2(align) || align % sizeof(void *)) return EINVAL;
-  int saved = errno;
+  int saved = errno; /* posix_memalign reports through its result only */
   void *p = aligned_inner(align, n);
-  if (!p) return ENOMEM;
   errno = saved;
+  if (!p) return ENOMEM;
   *out = p;
   return 0;
 }
