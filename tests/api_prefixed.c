@@ -116,6 +116,34 @@ static void semantics(void) {
   CHECK(malloc_usable_size(p) >= 1000);
   free(p);
   printf("lithe_ prefixed API: semantics OK\n");
+
+  /* docs/semantics.md: a size class that is a multiple of 64 (or 4096)
+   * gives blocks aligned to 64 (or 4096) */
+  int classes = 0;
+  for (size_t n = 1; n <= 300000; n += n < 2048 ? 16 : n < 65536 ? 256 : 4096) {
+    void *bl[3];
+    for (int i = 0; i < 3; i++) {
+      bl[i] = malloc(n);
+      CHECK(bl[i] != NULL);
+      size_t u = malloc_usable_size(bl[i]);
+      size_t want = u % 4096 == 0 ? 4096 : u % 64 == 0 ? 64 : 16;
+      CHECKF(((uintptr_t)bl[i] & (want - 1)) == 0,
+             "malloc(%zu) = %p, usable %zu: not aligned to %zu as documented", n, bl[i], u, want);
+    }
+    for (int i = 0; i < 3; i++) free(bl[i]);
+    classes++;
+  }
+  printf("size classes that are multiples of 64 / 4096 give aligned blocks (%d sizes)\n", classes);
+
+  /* an impossible size costs no system call */
+  lithe_stats_t sa, sb;
+  lithe_stats_get(&sa);
+  errno = 0;
+  CHECK(lithe_malloc((size_t)1 << 47) == NULL && errno == ENOMEM);
+  CHECK(lithe_calloc((size_t)1 << 24, (size_t)1 << 24) == NULL);
+  lithe_stats_get(&sb);
+  CHECKF(sb.os_calls == sa.os_calls, "os_calls %zu -> %zu for impossible sizes", sa.os_calls,
+         sb.os_calls);
 }
 
 static void stats(void) {
