@@ -72,6 +72,9 @@ static NOINLINE span_t *bad_pointer(const char *op, const void *p, span_t *s) {
   if (s && (s->kind == SPAN_FREE || s->kind == SPAN_DEAD) &&
       ((uintptr_t)p & (PAGE_SIZE - 1)) == 0)
     lithe_report(op, p, "double free (its pages are already free)");
+  else if (s && s->kind == SPAN_SMALL && (const char *)p >= s->bump &&
+           (size_t)((const char *)p - s->start) < s->bytes)
+    lithe_report(op, p, "pointer not allocated by lithe (never handed out)");
   else if (s && s->kind != SPAN_FREE && s->kind != SPAN_DEAD &&
            (size_t)((const char *)p - s->start) < s->bytes)
     lithe_report(op, p, "interior pointer, not the start of a block");
@@ -94,7 +97,8 @@ static inline span_t *checked_span(const char *op, const void *p) {
   if (unlikely(!s)) return bad_pointer(op, p, s);
   size_t off = (size_t)((const char *)p - s->start);
   if (likely(s->kind == SPAN_SMALL)) {
-    if (unlikely(off >= s->bytes || !small_block_start(s, off))) return bad_pointer(op, p, s);
+    if (unlikely((const char *)p >= s->bump || off >= s->bytes || !small_block_start(s, off)))
+      return bad_pointer(op, p, s);
     return s;
   }
   if (unlikely(off != 0 || (s->kind != SPAN_LARGE && s->kind != SPAN_XLARGE)))
@@ -138,7 +142,8 @@ static inline void free_inline(void *p) {
   size_t off = (size_t)((char *)p - s->start);
   block_t *b = p;
   uintptr_t key = lithe_free_key;
-  if (unlikely(off >= s->bytes || !small_block_start(s, off) || b->key == key)) {
+  if (unlikely(off >= s->bytes || (char *)p >= s->bump || !small_block_start(s, off) ||
+               b->key == key)) {
     free_slow(p, "free");
     return;
   }

@@ -120,13 +120,15 @@ typedef struct span_s {
   uint8_t kind;
   uint8_t dirty;             /* FREE runs: pages may be resident         */
   struct arena_s *arena;             /* NULL for xlarge                  */
+  char *bump;                /* small: first never-used block (free()
+                                refuses blocks at or above it; written
+                                only when the owner carves a new slice) */
   /* owner-written on every malloc/free */
   _Alignas(CACHE_LINE) block_t *free; /* owner-local free list           */
   uint32_t used;             /* blocks out (remote frees not yet counted) */
   int32_t free_trigger;      /* owner's free goes slow when used <= this:
                                 -1 current span, 0 other available span
                                 (release when empty), INT32_MAX full     */
-  char *bump;                /* small: first never-used block            */
   char *bump_end;            /* small: start + capacity * block_size     */
   uint8_t full;              /* linked in the owner's full list          */
   /* written by other threads */

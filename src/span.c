@@ -36,9 +36,12 @@ bool span_extend(span_t *s) {
   if (n > left) n = left;
   char *p = s->bump;
   block_t *head = s->free;
+  uintptr_t key = lithe_free_key; /* carved blocks count as free: a free()
+                                     of one is caught like a double free */
   for (size_t i = n; i-- > 0;) {
     block_t *b = (block_t *)(p + i * size);
     b->next = head;
+    b->key = key;
     head = b;
   }
   s->free = head;
