@@ -181,6 +181,29 @@ static void *worker(void *arg) {
   return NULL;
 }
 
+/* STRESS_COLLECT=1: one more thread gives memory back while the workers
+ * run (lithe_collect(true/false), malloc_trim(0)): a purge must never drop
+ * the contents of a live block. */
+static atomic_int workers_done;
+static atomic_long n_collects;
+static void *collector(void *arg) {
+  (void)arg;
+  long i = 0;
+  while (!atomic_load(&workers_done)) {
+#ifdef HAVE_LITHE
+    if (i % 3 == 0) lithe_collect(true);
+    else if (i % 3 == 1) lithe_collect(false);
+    else malloc_trim(0);
+#else
+    malloc_trim(0);
+#endif
+    i++;
+    usleep(300);
+  }
+  atomic_store(&n_collects, i);
+  return NULL;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc > 1) nthreads = atoi(argv[1]);
@@ -193,11 +216,19 @@ int main(int argc, char **argv) {
 
   long rss0 = tu_status_kb("VmRSS");
   double t0 = tu_now();
-  pthread_t th[MAXT];
+  pthread_t th[MAXT], coll;
+  int with_collector = getenv("STRESS_COLLECT") && atoi(getenv("STRESS_COLLECT")) > 0;
+  if (with_collector) CHECK(pthread_create(&coll, NULL, collector, NULL) == 0);
   for (int i = 0; i < nthreads; i++)
     CHECK(pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i) == 0);
   for (int i = 0; i < nthreads; i++) pthread_join(th[i], NULL);
   double dt = tu_now() - t0;
+  if (with_collector) {
+    atomic_store(&workers_done, 1);
+    pthread_join(coll, NULL);
+    printf("a collector thread gave memory back %ld times meanwhile\n", atomic_load(&n_collects));
+    CHECK(atomic_load(&n_collects) > 10);
+  }
 
   long a = atomic_load(&n_alloc), f = atomic_load(&n_free);
   long total_ops = (long)nthreads * ops_per_thread;
