@@ -139,6 +139,29 @@ static void page_allocs(void) {
   printf("valloc/pvalloc: page-aligned, pvalloc rounds up to whole pages\n");
 }
 
+/* Alignments past the arena and page-run sizes: 8 MiB .. 256 MiB. */
+static void huge_alignments(void) {
+  int count = 0;
+  for (size_t align = (size_t)1 << 23; align <= ((size_t)1 << 28); align <<= 1) {
+    const size_t sizes[] = {100, (size_t)3 << 20, (size_t)20 << 20};
+    for (int i = 0; i < 3; i++) {
+      void *p = NULL;
+      int rc = posix_memalign(&p, align, sizes[i]);
+      CHECKF(rc == 0, "posix_memalign(%zu MiB, %zu) = %d", align >> 20, sizes[i], rc);
+      check_block(p, align, sizes[i], "posix_memalign");
+      tu_fill(p, sizes[i] < 65536 ? sizes[i] : 65536, 5);
+      void *q = aligned_alloc(align, sizes[i]);
+      check_block(q, align, sizes[i], "aligned_alloc");
+      memset(q, 1, sizes[i] < 65536 ? sizes[i] : 65536);
+      CHECK(tu_check(p, sizes[i] < 65536 ? sizes[i] : 65536, 5) < 0);
+      free(q);
+      free(p);
+      count += 2;
+    }
+  }
+  printf("huge alignments 8 MiB .. 256 MiB: %d blocks OK\n", count);
+}
+
 /* Mixed aligned and plain blocks, freed in random order. */
 static void mixed(void) {
   enum { N = 4000 };
@@ -203,6 +226,7 @@ int main(void) {
   bad_alignments();
   page_allocs();
   mixed();
+  huge_alignments();
   posix_memalign_errno();
   printf("api_align: OK\n");
   return 0;
