@@ -281,6 +281,9 @@ static int parent(const mcase *c) {
              mname, how);
       CHECKF(strstr(r.out, "SURVIVED") != NULL, "[%s] child did not go on after the misuse",
              mname);
+      /* docs/semantics.md: the message ends in "(ignored)" */
+      CHECKF(strstr(r.err, "(ignored)") != NULL, "[%s] the message does not say (ignored)",
+             mname);
     }
     check_message(c, &r, addr, mname);
   }
