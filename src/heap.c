@@ -102,6 +102,7 @@ static heap_t *heap_thread_init(void) {
   pthread_mutex_unlock(&heaps_lock);
   if (!h) return NULL;
   for (unsigned c = 0; c < NCLASSES; c++) h->current[c] = &lithe_empty_span;
+  memset(h->spans_made, 0, sizeof h->spans_made);
   h->live = true;
   h->thread = pthread_self();
   lithe_tls_heap = h;
@@ -179,16 +180,18 @@ static span_t *heap_span_new(heap_t *h, unsigned cls) {
     }
   }
   size_t bytes = class_span_bytes[cls];
+  size_t first = h->spans_made[cls] ? bytes : class_first_span_bytes[cls];
   for (unsigned i = 0; i < h->ncache; i++) {
     span_t *s = h->cache[i];
-    if (s->bytes == bytes) {
+    if (s->bytes == bytes || s->bytes == first) {
       h->cache[i] = h->cache[--h->ncache];
       span_init_small(s, cls);
       return s;
     }
   }
-  span_t *s = pages_alloc(bytes >> PAGE_SHIFT, 0);
+  span_t *s = pages_alloc(first >> PAGE_SHIFT, 0);
   if (!s) return NULL;
+  if (h->spans_made[cls] < UINT8_MAX) h->spans_made[cls]++;
   atomic_store_explicit(&s->owner, h, memory_order_relaxed);
   span_init_small(s, cls);
   return s;

@@ -11,14 +11,20 @@
 uint8_t class_lut[LUT_MAX / 16 + 1];
 uint32_t class_size[NCLASSES];
 uint32_t class_span_bytes[NCLASSES];
+uint32_t class_first_span_bytes[NCLASSES];
 
 void sizeclass_init(void) {
   for (unsigned c = 1; c <= 8; c++) class_size[c] = 16 * c;
   for (unsigned k = 7, c = 9; c < NCLASSES; k++)
     for (unsigned j = 1; j <= 4 && c < NCLASSES; j++, c++)
       class_size[c] = (1u << k) + j * (1u << (k - 2));
-  for (unsigned c = 1; c < NCLASSES; c++)
+  for (unsigned c = 1; c < NCLASSES; c++) {
     class_span_bytes[c] = class_size[c] <= 8 * KiB ? SPAN_SMALL_BYTES : SPAN_MEDIUM_BYTES;
+    size_t first = align_up(4 * (size_t)class_size[c], PAGE_SIZE);
+    if (first < SPAN_FIRST_BYTES) first = SPAN_FIRST_BYTES;
+    if (first > class_span_bytes[c]) first = class_span_bytes[c];
+    class_first_span_bytes[c] = (uint32_t)first;
+  }
   /* size 0 gets the 16-byte class: malloc(0) returns a unique pointer */
   for (unsigned i = 0; i <= LUT_MAX / 16; i++) {
     size_t n = i == 0 ? 1 : (size_t)i * 16;
