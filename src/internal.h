@@ -50,19 +50,22 @@
  * (internal waste <= 12.5 %), up to SMALL_MAX.  Above SMALL_MAX objects are
  * "large" (a run of pages from the page heap) up to large_max (16 MiB, or a
  * quarter of an arena if smaller), then "xlarge" (their own mapping).
- * SMALL_MAX 32 KiB: jemalloc's small limit is 14 KiB, mimalloc's medium
- * pages go to 128 KiB; 32 KiB keeps 4+ objects per 128 KiB span.  To be
- * re-tuned with the benchmark suite (bmalloc's largeMax lesson). */
-#define SMALL_MAX   ((size_t)32 * KiB)
-#define NCLASSES    41          /* class 0 unused; 1..8: 16..128; 9..40 */
+ * SMALL_MAX 32 KiB, measured (docs/design.md, "Thresholds"): builds with
+ * 16/32/64/128 KiB, lithe-bench --runs 3 on medium, big, their parallel
+ * forms and the five replays: no time difference reached p < 0.05; 128 KiB
+ * raised big's peak 1.07x and 64 KiB 1.01x over 16 and 32 KiB. */
+#ifndef SMALL_SHIFT
+#define SMALL_SHIFT 15          /* build with -DSMALL_SHIFT=N to try others */
+#endif
+#define SMALL_MAX   ((size_t)1 << SMALL_SHIFT)
+#define NCLASSES    (9 + 4 * (SMALL_SHIFT - 7)) /* 0 unused; 1..8: 16..128 */
 #define LUT_MAX     1024        /* sizes <= this use the direct table     */
 #define LARGE_MAX_CAP ((size_t)16 * MiB)
 
 /* Bytes of a span for small objects: 64 KiB (mimalloc's small page size)
- * holds >= 8 objects up to 8 KiB with < 2 % tail waste; classes above
- * 8 KiB get 128 KiB spans (>= 4 objects, waste <= 12.5 %). */
+ * holds >= 8 objects up to 8 KiB with < 2 % tail waste; larger classes get
+ * the power of two that holds 4 of them (waste <= 12.5 %). */
 #define SPAN_SMALL_BYTES ((size_t)64 * KiB)
-#define SPAN_MEDIUM_BYTES ((size_t)128 * KiB)
 /* A heap's first span of a class is smaller: 16 KiB (or 4 blocks): a
  * thread or program that uses a class a little commits 16 KiB, not 64
  * (bench-commit, 13 small mallocs in 12 classes: VmData +896 KiB with

@@ -19,7 +19,9 @@ void sizeclass_init(void) {
     for (unsigned j = 1; j <= 4 && c < NCLASSES; j++, c++)
       class_size[c] = (1u << k) + j * (1u << (k - 2));
   for (unsigned c = 1; c < NCLASSES; c++) {
-    class_span_bytes[c] = class_size[c] <= 8 * KiB ? SPAN_SMALL_BYTES : SPAN_MEDIUM_BYTES;
+    size_t span = SPAN_SMALL_BYTES; /* >= 4 blocks: the power of two above */
+    while (span < 4 * (size_t)class_size[c]) span *= 2;
+    class_span_bytes[c] = (uint32_t)span;
     size_t first = align_up(4 * (size_t)class_size[c], PAGE_SIZE);
     if (first < SPAN_FIRST_BYTES) first = SPAN_FIRST_BYTES;
     if (first > class_span_bytes[c]) first = class_span_bytes[c];
