@@ -261,8 +261,9 @@ void heap_free_remote(span_t *s, block_t *b) {
   uintptr_t state;
   for (;;) {
     state = tf & TF_MASK;
-    b->next = (block_t *)(tf & ~(uintptr_t)TF_MASK);
-    uintptr_t nw = (uintptr_t)b | (state == TF_NOTIFY ? TF_NOTIFYING : state);
+    b->next = TF_PTR(tf);
+    uintptr_t nw = (uintptr_t)b | ((uintptr_t)(TF_COUNT(tf) + 1) << TF_COUNT_SHIFT) |
+                   (state == TF_NOTIFY ? TF_NOTIFYING : state);
     if (atomic_compare_exchange_weak_explicit(&s->thread_free, &tf, nw, memory_order_release,
                                               memory_order_relaxed))
       break;

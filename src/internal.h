@@ -107,6 +107,11 @@ enum span_kind {
 #define TF_NOTIFY    1u  /* span is in its owner's full list: tell it   */
 #define TF_NOTIFYING 2u  /* a remote free is telling the owner now      */
 #define TF_MASK      3u
+/* ... and bits 48..63 count the blocks on the list (a span holds at most
+ * 4096), so the owner takes the list without walking it. */
+#define TF_COUNT_SHIFT 48
+#define TF_PTR(tf)   ((block_t *)((tf) & (((uintptr_t)1 << TF_COUNT_SHIFT) - 1) & ~(uintptr_t)TF_MASK))
+#define TF_COUNT(tf) ((uint32_t)((tf) >> TF_COUNT_SHIFT))
 
 struct heap_s;
 struct arena_s;

@@ -56,10 +56,13 @@ uint32_t span_collect_remote(span_t *s) {
     if ((tf & ~(uintptr_t)TF_MASK) == 0) return 0;
   } while (!atomic_compare_exchange_weak_explicit(&s->thread_free, &tf, tf & TF_MASK,
                                                   memory_order_acquire, memory_order_relaxed));
-  block_t *list = (block_t *)(tf & ~(uintptr_t)TF_MASK), *tail = list;
-  uint32_t n = 1;
-  while (tail->next) { tail = tail->next; n++; }
-  tail->next = s->free;
+  block_t *list = TF_PTR(tf);
+  uint32_t n = TF_COUNT(tf);
+  if (s->free) { /* rare: the malloc slow path collects only when empty */
+    block_t *tail = list;
+    while (tail->next) tail = tail->next;
+    tail->next = s->free;
+  }
   s->free = list;
   s->used -= n;
   return n;
@@ -80,5 +83,5 @@ bool span_contains_free(span_t *s, block_t *b) {
   if ((char *)b >= s->bump) return true; /* never handed out */
   if (list_has(s, s->free, b)) return true;
   uintptr_t tf = atomic_load_explicit(&s->thread_free, memory_order_acquire);
-  return list_has(s, (block_t *)(tf & ~(uintptr_t)TF_MASK), b);
+  return list_has(s, TF_PTR(tf), b);
 }
