@@ -23,6 +23,7 @@
  *               (abandon / adopt), fork.
  *   large.c     large objects (page runs, up to 16 MiB) and xlarge ones
  *               (their own mapping, resized with mremap).
+ *   fastpath.h  the hot path on one screen: small malloc, owner's free.
  *   alloc.c     this file: malloc/free/realloc/... with their C semantics.
  *   stats.c     counters, lithe_stats_get, the report at exit.
  *   options.c   LITHE_* options; misuse reports and fatal errors.
@@ -44,24 +45,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "internal.h"
-
-/* ---- malloc ------------------------------------------------------------ */
-
-static inline void *malloc_inline(size_t n) {
-  heap_t *h = lithe_tls_heap;
-  if (likely(n <= LUT_MAX)) {
-    span_t *s = h->current[class_lut[(n + 15) >> 4]];
-    block_t *b = s->free;
-    if (likely(b != NULL)) {
-      s->free = b->next;
-      s->used++;
-      b->key = 0;
-      return b;
-    }
-  }
-  if (unlikely(n > ALLOC_MAX)) { errno = ENOMEM; return NULL; }
-  return heap_malloc_generic(h, n);
-}
+#include "fastpath.h"
 
 void *lt_malloc(size_t n) { return malloc_inline(n); }
 
@@ -83,9 +67,6 @@ static NOINLINE span_t *bad_pointer(const char *op, const void *p, span_t *s) {
   return NULL;
 }
 
-static inline bool small_block_start(const span_t *s, size_t off) {
-  return off * s->div_magic <= s->div_magic - 1;
-}
 
 /* Suspected double free (the key matched): confirm by scanning. */
 static NOINLINE bool is_double_free(span_t *s, block_t *b) {
@@ -109,7 +90,7 @@ static inline span_t *checked_span(const char *op, const void *p) {
 /* ---- free -------------------------------------------------------------- */
 
 /* Everything but a small block: NULL, large/xlarge, misuse. */
-static NOINLINE void free_slow(void *p, const char *op) {
+NOINLINE void free_slow(void *p, const char *op) {
   if (p == NULL) return;
   span_t *s = checked_span(op, p);
   if (!s) return;
@@ -128,34 +109,6 @@ static NOINLINE void free_slow(void *p, const char *op) {
     return;
   }
   large_free(s);
-}
-
-/* The fast path: no NULL test up front (NULL finds no span and goes slow),
- * and an address above 2^48 wraps its L1 index but then fails the span's
- * range check, so one path proves the pointer is a block start. */
-static inline void free_inline(void *p) {
-  uintptr_t a = (uintptr_t)p;
-  span_t **l2 = atomic_load_explicit(&pagemap_l1[(a >> L1_SHIFT) & (L1_COUNT - 1)], memory_order_relaxed);
-  if (unlikely(l2 == NULL)) { free_slow(p, "free"); return; }
-  span_t *s = l2[(a >> PAGE_SHIFT) & (L2_COUNT - 1)];
-  if (unlikely(s == NULL || s->kind != SPAN_SMALL)) { free_slow(p, "free"); return; }
-  size_t off = (size_t)((char *)p - s->start);
-  block_t *b = p;
-  uintptr_t key = lithe_free_key;
-  if (unlikely(off >= s->bytes || (char *)p >= s->bump || !small_block_start(s, off) ||
-               b->key == key)) {
-    free_slow(p, "free");
-    return;
-  }
-  heap_t *h = lithe_tls_heap;
-  if (likely(atomic_load_explicit(&s->owner, memory_order_relaxed) == h)) {
-    b->next = s->free;
-    b->key = key;
-    s->free = b;
-    if (unlikely((int32_t)--s->used <= s->free_trigger)) heap_free_local_slow(h, s);
-    return;
-  }
-  heap_free_remote(s, b);
 }
 
 void lt_free(void *p) { free_inline(p); }

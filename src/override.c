@@ -5,13 +5,16 @@
 #include <errno.h>
 #include <stddef.h>
 #include "internal.h"
+#include "fastpath.h"
 
 /* lithe_NAME and NAME are the same function. */
 #define EXPORT(ret, name, params, args)                                   \
   LITHE_API ret lithe_##name params { return lt_##name args; }           \
   LITHE_API ret name params __attribute__((alias("lithe_" #name)));
 
-EXPORT(void *, malloc, (size_t n), (n))
+/* malloc and free inline the fast path (fastpath.h): no extra jump. */
+LITHE_API void *lithe_malloc(size_t n) { return malloc_inline(n); }
+LITHE_API void *malloc(size_t n) __attribute__((alias("lithe_malloc")));
 EXPORT(void *, calloc, (size_t c, size_t n), (c, n))
 EXPORT(void *, realloc, (void *p, size_t n), (p, n))
 EXPORT(void *, reallocarray, (void *p, size_t c, size_t n), (p, c, n))
@@ -24,7 +27,7 @@ EXPORT(size_t, malloc_usable_size, (const void *p), (p))
 EXPORT(int, malloc_trim, (size_t pad), (pad))
 EXPORT(void, free_sized, (void *p, size_t n), (p, n))
 
-LITHE_API void lithe_free(void *p) { lt_free(p); }
+LITHE_API void lithe_free(void *p) { free_inline(p); }
 LITHE_API void free(void *p) __attribute__((alias("lithe_free")));
 LITHE_API void cfree(void *p) __attribute__((alias("lithe_free")));
 LITHE_API void lithe_collect(bool force) { lt_collect(force); }
