@@ -58,9 +58,20 @@ static inline void set_current(heap_t *h, unsigned cls) {
   h->current[cls] = f ? f : &lithe_empty_span;
 }
 
+/* A full span comes back to the available list only once the owner has
+ * freed 1/FULL_REFILL_DIV of it: one block freed and taken again would
+ * otherwise cost two CAS and two list moves per malloc/free.  Remote frees
+ * still notify at once.  Measured (lithe-bench --runs 5, fragment,
+ * fragment_parallel, fragment_iterate; time / peak geometric means against
+ * moving back at the first free): 1/8: 1.29x faster, 1.09x bigger;
+ * 1/16: 1.27x faster, 1.04x bigger; 1/32: 1.13x faster, 1.02x bigger. */
+#ifndef FULL_REFILL_DIV
+#define FULL_REFILL_DIV 16
+#endif
 static inline void mark_full_list(heap_t *h, span_t *s) {
+  int32_t refill = (int32_t)(s->capacity / FULL_REFILL_DIV);
   s->full = 1;
-  s->free_trigger = INT32_MAX;
+  s->free_trigger = (int32_t)s->used - (refill > 0 ? refill : 1);
   list_push_front(&h->full, s);
 }
 

@@ -141,7 +141,8 @@ typedef struct span_s {
   uint32_t used;             /* blocks out (remote frees not yet counted) */
   int32_t free_trigger;      /* owner's free goes slow when used <= this:
                                 -1 current span, 0 other available span
-                                (release when empty), INT32_MAX full     */
+                                (release when empty), full span: 1/16 of
+                                it freed (heap.c, mark_full_list)        */
   char *bump_end;            /* small: start + capacity * block_size     */
   uint8_t full;              /* linked in the owner's full list          */
   /* written by other threads */
