@@ -50,6 +50,8 @@ typedef struct ctx_s {
   unsigned nslots;
   unsigned id;     /* slot index base, for the pattern and messages */
   uint64_t counter;
+  slot_t *bulk;    /* the bulk pool */
+  unsigned nbulk, bulk_max;
 } ctx_t;
 
 #ifdef FUZZ_THREADS
@@ -83,14 +85,22 @@ static uint32_t u24(ctx_t *c) { uint32_t v = u16(c); return v | (uint32_t)byte(c
 
 /* ---- the pattern ------------------------------------------------------- */
 
-static inline uint64_t mix(uint64_t x) {
+/* the byte loops are not traced for coverage: libFuzzer's comparison hooks
+ * on every word made them most of the run time */
+#if defined(__clang__) && __clang_major__ >= 13
+#define NOCOV __attribute__((no_sanitize("coverage")))
+#else
+#define NOCOV
+#endif
+
+NOCOV static inline uint64_t mix(uint64_t x) {
   x ^= x >> 31;
   x *= 0x9E3779B97F4A7C15ull;
   x ^= x >> 29;
   return x;
 }
 /* byte i of a block with this seed */
-static inline uint8_t pat(uint64_t seed, size_t i) {
+NOCOV static inline uint8_t pat(uint64_t seed, size_t i) {
   return (uint8_t)(mix(seed + (i >> 3)) >> (8 * (i & 7)));
 }
 
@@ -118,7 +128,7 @@ static void for_ranges(unsigned char *p, size_t len, size_t limit, uint64_t seed
 #undef RANGE
 }
 
-static void fill_range(unsigned char *p, size_t a, size_t b, uint64_t seed, void *arg) {
+NOCOV static void fill_range(unsigned char *p, size_t a, size_t b, uint64_t seed, void *arg) {
   (void)arg;
   size_t i = a;
   for (; i < b && (i & 7); i++) p[i] = pat(seed, i);
@@ -135,7 +145,7 @@ typedef struct check_arg_s {
   size_t len;
 } check_arg_t;
 
-static void check_range(unsigned char *p, size_t a, size_t b, uint64_t seed, void *arg) {
+NOCOV static void check_range(unsigned char *p, size_t a, size_t b, uint64_t seed, void *arg) {
   const check_arg_t *ca = arg;
   size_t i = a;
   for (; i < b && (i & 7); i++)
@@ -153,12 +163,23 @@ bad:
        ca->slot, (void *)p, ca->len, i, p[i], pat(seed, i));
 }
 
-static void zero_range(unsigned char *p, size_t a, size_t b, uint64_t seed, void *arg) {
+NOCOV static void zero_range(unsigned char *p, size_t a, size_t b, uint64_t seed, void *arg) {
   (void)seed;
   const check_arg_t *ca = arg;
-  for (size_t i = a; i < b; i++)
-    if (p[i]) fail("calloc: slot %u block %p (size %zu): byte %zu is 0x%02x, not 0", ca->slot,
-                   (void *)p, ca->len, i, p[i]);
+  size_t i = a;
+  for (; i < b && (i & 7); i++)
+    if (p[i]) goto bad;
+  for (; i + 8 <= b; i += 8) {
+    uint64_t v;
+    memcpy(&v, p + i, 8);
+    if (v) break;
+  }
+  for (; i < b; i++)
+    if (p[i]) goto bad;
+  return;
+bad:
+  fail("calloc: slot %u block %p (size %zu): byte %zu is 0x%02x, not 0", ca->slot, (void *)p,
+       ca->len, i, p[i]);
 }
 
 /* ---- slots ------------------------------------------------------------- */
@@ -175,27 +196,24 @@ static void check_new(ctx_t *c, unsigned i, void *p, size_t size, size_t align, 
   (void)i;
 }
 
-static void slot_fill(ctx_t *c, unsigned i) {
-  slot_t *s = &c->slots[i];
-  s->seed = mix(((uint64_t)(c->id + i) << 48) ^ ((uint64_t)s->size << 8) ^ ++c->counter);
+static void block_fill(ctx_t *c, slot_t *s, unsigned id) {
+  s->seed = mix(((uint64_t)id << 48) ^ ((uint64_t)s->size << 8) ^ ++c->counter);
   for_ranges(s->p, s->usable, s->usable, s->seed, fill_range, NULL);
 }
 
-static void slot_check(ctx_t *c, unsigned i, const char *what) {
-  slot_t *s = &c->slots[i];
+static void block_check(slot_t *s, unsigned id, const char *what) {
   if (!s->p) return;
-  check_arg_t ca = {what, c->id + i, s->usable};
+  check_arg_t ca = {what, id, s->usable};
   for_ranges(s->p, s->usable, s->usable, s->seed, check_range, &ca);
   size_t u = lithe_malloc_usable_size(s->p);
   if (u != s->usable)
-    fail("%s: slot %u block %p: usable size changed %zu -> %zu", what, c->id + i,
-         (void *)s->p, s->usable, u);
+    fail("%s: slot %u block %p: usable size changed %zu -> %zu", what, id, (void *)s->p,
+         s->usable, u);
 }
 
-static void slot_free(ctx_t *c, unsigned i, bool sized) {
-  slot_t *s = &c->slots[i];
+static void block_free(slot_t *s, unsigned id, bool sized) {
   if (!s->p) return;
-  slot_check(c, i, "before free");
+  block_check(s, id, "before free");
   if (sized) lithe_free_sized(s->p, s->size);
   else lithe_free(s->p);
   LIVE_SUB(s->size);
@@ -203,13 +221,74 @@ static void slot_free(ctx_t *c, unsigned i, bool sized) {
   s->size = s->usable = 0;
 }
 
-static void slot_set(ctx_t *c, unsigned i, void *p, size_t size) {
-  slot_t *s = &c->slots[i];
+static void block_set(ctx_t *c, slot_t *s, unsigned id, void *p, size_t size) {
   s->p = p;
   s->size = size;
   s->usable = lithe_malloc_usable_size(p);
   LIVE_ADD(size);
-  slot_fill(c, i);
+  block_fill(c, s, id);
+}
+
+static void slot_fill(ctx_t *c, unsigned i) { block_fill(c, &c->slots[i], c->id + i); }
+static void slot_check(ctx_t *c, unsigned i, const char *what) {
+  block_check(&c->slots[i], c->id + i, what);
+}
+static void slot_free(ctx_t *c, unsigned i, bool sized) {
+  block_free(&c->slots[i], c->id + i, sized);
+}
+static void slot_set(ctx_t *c, unsigned i, void *p, size_t size) {
+  block_set(c, &c->slots[i], c->id + i, p, size);
+}
+
+/* ---- the bulk pool: thousands of small blocks, to fill spans, empty them
+ * in different orders and leave them partly used ----------------------- */
+
+static bool fits(size_t size) { return LIVE_GET() + size <= LIVE_MAX; }
+
+#define BULK_ID 100000u
+static void bulk_compact(ctx_t *c) {
+  unsigned k = 0;
+  for (unsigned j = 0; j < c->nbulk; j++)
+    if (c->bulk[j].p) c->bulk[k++] = c->bulk[j];
+  c->nbulk = k;
+}
+
+static void bulk_alloc(ctx_t *c, size_t size, unsigned count, uint8_t how) {
+  if (size > 32 * KiB) size = 32 * KiB;
+  size_t each = size ? size : 1;
+  if (count > (512 * KiB) / each) count = (unsigned)((512 * KiB) / each);
+  if (count == 0) count = 1;
+  if (c->nbulk + count > c->bulk_max) bulk_compact(c);
+  for (unsigned j = 0; j < count && c->nbulk < c->bulk_max && fits(size); j++) {
+    void *p;
+    switch (how % 4) {
+    case 0: p = lithe_calloc(1, size); break;
+    case 1: {
+      size_t a = (size_t)16 << (how / 4 % 4); /* 16 .. 128 */
+      p = lithe_aligned_alloc(a, size);
+      if (p && ((uintptr_t)p & (a - 1))) fail("aligned_alloc(%zu, %zu) = %p", a, size, p);
+      break;
+    }
+    default: p = lithe_malloc(size); break;
+    }
+    if (!p) fail("bulk alloc of %zu failed (errno %d)", size, errno);
+    check_new(c, 0, p, size, 0, "bulk alloc");
+    if (how % 4 == 0) {
+      check_arg_t ca = {"bulk calloc", BULK_ID + c->nbulk, size};
+      zero_range(p, 0, size, 0, &ca);
+    }
+    slot_t *s = &c->bulk[c->nbulk++];
+    block_set(c, s, BULK_ID + c->nbulk - 1, p, size);
+  }
+}
+
+/* free every stride-th block from phase on; forwards or backwards */
+static void bulk_free(ctx_t *c, unsigned stride, unsigned phase, bool backwards) {
+  stride = stride ? stride : 1;
+  for (unsigned k = 0; k < c->nbulk; k++) {
+    unsigned j = backwards ? c->nbulk - 1 - k : k;
+    if (j % stride == phase % stride) block_free(&c->bulk[j], BULK_ID + j, false);
+  }
 }
 
 /* class sizes as sizeclass.c makes them (16..128 by 16, then 4 per power of two) */
@@ -260,14 +339,13 @@ static size_t pick_align(ctx_t *c) {
   return (size_t)1 << (a % 23);        /* 1 .. 4 MiB */
 }
 
-static bool fits(size_t size) { return LIVE_GET() + size <= LIVE_MAX; }
 
 /* ---- one operation ----------------------------------------------------- */
 
 static void run_op(ctx_t *c, uint8_t op) {
   unsigned i = byte(c) % c->nslots;
   slot_t *s = &c->slots[i];
-  switch (op % 16) {
+  switch (op % 20) {
   case 0: case 1: case 2: {                    /* malloc */
     size_t n = pick_size(c);
     if (!fits(n)) break;
@@ -376,11 +454,73 @@ static void run_op(ctx_t *c, uint8_t op) {
     break;
   }
   case 13:                                     /* collect */
-    lithe_collect((op >> 4) == 0xd);           /* force for 0xdd only */
+    lithe_collect(op >= 128);
     break;
   case 14: {                                   /* free a run of slots */
     unsigned k = byte(c) % 8;
     for (unsigned j = 0; j <= k; j++) slot_free(c, (i + j) % c->nslots, false);
+    break;
+  }
+  case 16: {                                   /* bulk: many blocks of one size */
+    size_t n = pick_size(c);
+    unsigned count = (unsigned)byte(c) * 16 + 1;
+    bulk_alloc(c, n, count, (uint8_t)(op ^ i));
+    break;
+  }
+  case 17: {                                   /* bulk: free a stride of them */
+    uint8_t k = byte(c);
+    bulk_free(c, (k & 7) + 1, i, k & 8);
+    if (k & 16) bulk_compact(c);
+    break;
+  }
+  case 18:                                     /* bulk: check them all */
+    for (unsigned j = 0; j < c->nbulk; j++) block_check(&c->bulk[j], BULK_ID + j, "bulk check");
+    break;
+  case 19: {                                   /* memalign, valloc, pvalloc, reallocarray */
+    size_t n = pick_size(c) & (64 * MiB - 1);
+    uint8_t k = byte(c);
+    if (!fits(n + 8 * KiB)) break;
+    errno = 0;
+    void *p;
+    size_t a = 0, want = n;
+    if (k % 4 == 0) { a = pick_align(c); p = lithe_memalign(a, n); }
+    else if (k % 4 == 1) { a = 4096; p = lithe_valloc(n); }
+    else if (k % 4 == 2) { a = 4096; p = lithe_pvalloc(n); want = n ? (n + 4095) & ~(size_t)4095 : 4096; }
+    else {
+      /* reallocarray of the slot: count * each = n */
+      size_t count = (k >> 2) % 4 + 1, each = n / count;
+      want = count * each;
+      if (s->p && want > s->size && !fits(want - s->size)) break;
+      slot_check(c, i, "before reallocarray");
+      slot_t old = *s;
+      p = lithe_reallocarray(s->p, count, each);
+      if (want == 0 && old.p) {
+        if (p) fail("reallocarray(%p, 0) = %p", (void *)old.p, p);
+        LIVE_SUB(old.size);
+        s->p = NULL;
+        s->size = s->usable = 0;
+        break;
+      }
+      if (!p) fail("reallocarray(%p, %zu, %zu) = NULL", (void *)old.p, count, each);
+      check_new(c, i, p, want, 0, "reallocarray");
+      if (old.p) {
+        size_t keep = old.size < want ? old.size : want;
+        check_arg_t ca = {"reallocarray kept prefix", c->id + i, keep};
+        for_ranges(p, old.usable, keep, old.seed, check_range, &ca);
+        LIVE_SUB(old.size);
+      }
+      s->p = NULL;
+      slot_set(c, i, p, want);
+      break;
+    }
+    if (a && (a & (a - 1))) {
+      if (p || errno != EINVAL) fail("memalign(%zu, %zu) = %p: expected NULL, EINVAL", a, n, p);
+      break;
+    }
+    if (!p) fail("memalign/valloc/pvalloc(%zu, %zu) = NULL", a, n);
+    check_new(c, i, p, want, a, k % 4 == 0 ? "memalign" : k % 4 == 1 ? "valloc" : "pvalloc");
+    slot_free(c, i, false);
+    slot_set(c, i, p, want);
     break;
   }
   default:                                     /* malloc a run of small blocks */
@@ -402,6 +542,8 @@ static void run_op(ctx_t *c, uint8_t op) {
 
 static void free_all(ctx_t *c) {
   for (unsigned i = 0; i < c->nslots; i++) slot_free(c, i, false);
+  for (unsigned j = 0; j < c->nbulk; j++) block_free(&c->bulk[j], BULK_ID + j, false);
+  c->nbulk = 0;
 }
 
 /* ---- one input --------------------------------------------------------- */
@@ -433,9 +575,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 #ifndef FUZZ_THREADS
 
 static slot_t slots[NSLOTS];
+static slot_t bulk[8192];
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  ctx_t c = {data, size, 0, slots, NSLOTS, 0, 0};
+  ctx_t c = {data, size, 0, slots, NSLOTS, 0, 0, bulk, 0, 8192};
   while (c.pos < c.n) run_op(&c, byte(&c));
   free_all(&c);
   if (size && (data[size - 1] & 0x0f) == 0x0f) lithe_collect(true);
@@ -456,6 +599,7 @@ typedef struct mailbox_s {
 typedef struct tctx_s {
   ctx_t c;
   slot_t slots[HALF];
+  slot_t bulk[4096];
   mailbox_t *in, *out;
   unsigned t;
 } tctx_t;
@@ -542,7 +686,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static tctx_t t[2];
   for (unsigned k = 0; k < 2; k++) {
     memset(&t[k].slots, 0, sizeof t[k].slots);
-    t[k].c = (ctx_t){data, size, 0, t[k].slots, HALF, k * HALF, (uint64_t)k << 40};
+    t[k].c = (ctx_t){data, size, 0, t[k].slots, HALF, k * HALF, (uint64_t)k << 40,
+                     t[k].bulk, 0, 4096};
     t[k].t = k;
     t[k].in = &mail[k];
     t[k].out = &mail[1 - k];
