@@ -136,7 +136,7 @@ void *lt_realloc(void *p, size_t n) {
   if (p == NULL) return malloc_inline(n);
   if (n == 0) { free_slow(p, "realloc"); return NULL; } /* as glibc */
   span_t *s = checked_span("realloc", p);
-  if (!s) return NULL;
+  if (!s) { errno = EINVAL; return NULL; } /* reported; LITHE_ON_ERROR=ignore */
   if (unlikely(n > ALLOC_MAX)) { errno = ENOMEM; return NULL; }
   size_t usable = usable_of(s);
   if (s->kind == SPAN_SMALL) {

@@ -110,7 +110,7 @@ static bool split_front(span_t *s, size_t bytes) {
   t->freed_ms = s->freed_ms;
   s->start += bytes;
   s->bytes -= bytes;
-  bin_insert(t);
+  insert_coalesced(t); /* s is no longer FREE: only a run before t merges */
   return true;
 }
 
@@ -167,9 +167,9 @@ static arena_t *arena_new(size_t min_bytes) {
   if (min_bytes > size) size = align_up(min_bytes, lithe_opt.arena_size);
   char *base = os_reserve(size, lithe_opt.arena_size);
   if (!base) return NULL;
-  if (!pagemap_ensure(base, size)) { os_unmap(base, size); return NULL; }
+  if (!pagemap_ensure(base, size)) { os_release(base, size); return NULL; }
   arena_t *a = meta_alloc(sizeof *a);
-  if (!a) { os_unmap(base, size); return NULL; }
+  if (!a) { os_release(base, size); return NULL; }
   a->base = a->bump = a->commit_top = base;
   a->size = size;
   a->next = arenas;
@@ -208,7 +208,7 @@ static size_t purge_runs(uint64_t now, bool force, size_t keep) {
     for (span_t *s = bins[b].first; s; s = s->next)
       if (s->dirty && (force || (delay >= 0 && now - s->freed_ms >= (uint64_t)delay) ||
                        dirty_bytes > keep)) {
-        os_purge(s->start, s->bytes);
+        if (!os_purge(s->start, s->bytes)) continue; /* stays dirty */
         s->dirty = 0;
         dirty_bytes -= s->bytes;
         clean_bytes += s->bytes;

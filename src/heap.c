@@ -22,6 +22,7 @@
  * makes no system call (seed 001). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include "internal.h"
 
@@ -42,12 +43,32 @@ static _Atomic size_t abandoned_count;
 static pthread_key_t heap_key;
 static _Atomic int atfork_registered;
 
+/* After its heap is torn down a thread may still allocate, from a later
+ * pthread key destructor.  A new heap then could outlive the destructor
+ * rounds and leak; such late allocations use this shared heap, under a
+ * lock, instead.  Nobody owns it, so all frees into it are remote. */
+static heap_t fallback_heap = {.current = {EMPTY_ROW(&lithe_empty_span)}};
+static pthread_mutex_t fallback_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread bool tls_heap_gone __attribute__((tls_model("initial-exec")));
+
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #elif defined(__aarch64__)
   __asm__ volatile("yield");
 #endif
+}
+
+/* Wait for a remote free to finish notifying (a few instructions, unless
+ * that thread was preempted: then give it the CPU). */
+static uintptr_t wait_notifying(span_t *s) {
+  uintptr_t tf;
+  for (unsigned spins = 0;
+       (tf = atomic_load_explicit(&s->thread_free, memory_order_acquire)) & TF_NOTIFYING; spins++) {
+    if (spins < 64) cpu_relax();
+    else sched_yield();
+  }
+  return tf;
 }
 
 /* current = first available span; it alone skips the free slow path. */
@@ -153,7 +174,7 @@ static void heap_drain_remote(heap_t *h) {
   span_t *s = atomic_exchange_explicit(&h->remote_spans, NULL, memory_order_acquire);
   while (s) {
     span_t *next = atomic_load_explicit(&s->remote_next, memory_order_relaxed);
-    while (atomic_load_explicit(&s->thread_free, memory_order_acquire) & TF_NOTIFYING) cpu_relax();
+    wait_notifying(s);
     unmark_full_list(h, s);
     span_collect_remote(s);
     if (s->used == 0) {
@@ -210,8 +231,18 @@ static span_t *heap_span_new(heap_t *h, unsigned cls) {
 
 /* ---- malloc slow path -------------------------------------------------- */
 
+static NOINLINE void *fallback_malloc(unsigned cls) {
+  pthread_mutex_lock(&fallback_lock);
+  void *p = heap_malloc_class(&fallback_heap, cls);
+  pthread_mutex_unlock(&fallback_lock);
+  return p;
+}
+
 void *heap_malloc_class(heap_t *h, unsigned cls) {
-  if (unlikely(h == &lithe_empty_heap) && !(h = heap_thread_init())) goto oom;
+  if (unlikely(h == &lithe_empty_heap)) {
+    if (unlikely(tls_heap_gone)) return fallback_malloc(cls);
+    if (!(h = heap_thread_init())) goto oom;
+  }
   for (;;) {
     span_t *s = h->current[cls];
     if (s != &lithe_empty_span) {
@@ -275,7 +306,8 @@ void heap_free_remote(span_t *s, block_t *b) {
     b->next = TF_PTR(tf);
     uintptr_t nw = (uintptr_t)b | ((uintptr_t)(TF_COUNT(tf) + 1) << TF_COUNT_SHIFT) |
                    (state == TF_NOTIFY ? TF_NOTIFYING : state);
-    if (atomic_compare_exchange_weak_explicit(&s->thread_free, &tf, nw, memory_order_release,
+    /* acq_rel: a TF_NOTIFY seen here was set by the owner now in s->owner */
+    if (atomic_compare_exchange_weak_explicit(&s->thread_free, &tf, nw, memory_order_acq_rel,
                                               memory_order_relaxed))
       break;
   }
@@ -345,9 +377,9 @@ static void span_abandon(span_t *s) {
 static void heap_abandon(heap_t *h) {
   /* 1. no more notifications: TF_NOTIFY off, wait out TF_NOTIFYING */
   for (span_t *s = h->full.first; s; s = s->next) {
-    uintptr_t tf = atomic_load_explicit(&s->thread_free, memory_order_acquire);
+    uintptr_t tf = wait_notifying(s);
     for (;;) {
-      if (tf & TF_NOTIFYING) { cpu_relax(); tf = atomic_load_explicit(&s->thread_free, memory_order_acquire); continue; }
+      if (tf & TF_NOTIFYING) { tf = wait_notifying(s); continue; }
       if ((tf & TF_MASK) != TF_NOTIFY) break;
       if (atomic_compare_exchange_weak_explicit(&s->thread_free, &tf, tf & ~(uintptr_t)TF_MASK,
                                                 memory_order_acq_rel, memory_order_acquire))
@@ -378,6 +410,7 @@ void heap_thread_exit(void *arg) {
   if (!h || h == &lithe_empty_heap) return;
   heap_abandon(h);
   lithe_tls_heap = &lithe_empty_heap;
+  tls_heap_gone = true;
   pthread_mutex_lock(&heaps_lock);
   h->live = false;
   h->next_pool = heap_pool;
@@ -400,6 +433,7 @@ void heaps_stats(size_t *live, size_t *created, size_t *small_spans, size_t *nab
 extern pthread_mutex_t pagemap_lock, meta_lock;
 
 void heap_fork_prepare(void) {
+  pthread_mutex_lock(&fallback_lock);
   pthread_mutex_lock(&heaps_lock);
   pthread_mutex_lock(&abandoned_lock);
   pthread_mutex_lock(&pages_lock);
@@ -413,6 +447,28 @@ void heap_fork_parent(void) {
   pthread_mutex_unlock(&pages_lock);
   pthread_mutex_unlock(&abandoned_lock);
   pthread_mutex_unlock(&heaps_lock);
+  pthread_mutex_unlock(&fallback_lock);
+}
+
+/* A remote free that was notifying h when the process forked will never
+ * finish in the child: take back every full span that is not simply
+ * waiting (TF_NOTIFY), and forget the notification stack. */
+static void fork_child_reclaim(heap_t *h) {
+  atomic_store_explicit(&h->remote_spans, NULL, memory_order_relaxed);
+  for (span_t *s = h->full.first, *next; s; s = next) {
+    next = s->next;
+    uintptr_t tf = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
+    if ((tf & TF_MASK) == TF_NOTIFY) continue;
+    atomic_store_explicit(&s->thread_free, tf & ~(uintptr_t)TF_MASK, memory_order_relaxed);
+    unmark_full_list(h, s);
+    span_collect_remote(s);
+    if (s->used == 0) {
+      span_release(h, s);
+    } else {
+      list_push_back(&h->avail[s->cls], s);
+      if (h->current[s->cls] == &lithe_empty_span) set_current(h, s->cls);
+    }
+  }
 }
 
 /* The child has only the forking thread; the other threads' heaps stay as
@@ -423,4 +479,7 @@ void heap_fork_child(void) {
   pthread_mutex_init(&pages_lock, NULL);
   pthread_mutex_init(&abandoned_lock, NULL);
   pthread_mutex_init(&heaps_lock, NULL);
+  pthread_mutex_init(&fallback_lock, NULL);
+  if (lithe_tls_heap != &lithe_empty_heap) fork_child_reclaim(lithe_tls_heap);
+  fork_child_reclaim(&fallback_heap);
 }

@@ -209,9 +209,10 @@ void *os_reserve(size_t size, size_t align) INTERNAL;           /* PROT_NONE */
 void *os_reserve_readonly(size_t size) INTERNAL;                /* PROT_READ zero pages */
 bool os_commit(void *p, size_t size) INTERNAL;                  /* -> RW */
 void os_decommit(void *p, size_t size) INTERNAL;                /* -> PROT_NONE, pages freed */
-void os_purge(void *p, size_t size) INTERNAL;                   /* MADV_DONTNEED */
+bool os_purge(void *p, size_t size) INTERNAL;                   /* MADV_DONTNEED; true: all zero */
 void *os_map(size_t size, size_t align, size_t *mapped, void **base) INTERNAL; /* RW */
 void os_unmap(void *p, size_t size) INTERNAL;
+void os_release(void *p, size_t size) INTERNAL;                 /* never-committed reserve */
 void *os_remap(void *p, size_t old_size, size_t new_size) INTERNAL;
 void os_random(void *buf, size_t n) INTERNAL;
 uint64_t os_now_ms(void) INTERNAL;

@@ -83,14 +83,16 @@ void *large_realloc(span_t *s, size_t size) {
   if (size <= large_max || s->block_size /* aligned */) return NULL;
   size_t bytes = align_up(size, PAGE_SIZE);
   if (bytes == s->map_bytes) return s->start;
+  /* Clear the old entry before mremap frees the old range: once it is
+   * free another thread's xlarge mapping may land there and set it. */
+  pagemap_set_one(s->start, NULL);
   char *q = os_remap(s->map_base, s->map_bytes, bytes);
-  if (!q) return NULL;
-  if (!pagemap_ensure(q, PAGE_SIZE)) {
-    /* cannot index the new place: move back is not possible; keep it usable */
-    lithe_fatal("pagemap commit failed after mremap");
+  if (!q) {
+    pagemap_set_one(s->start, s); /* the old mapping is still there */
+    return NULL;
   }
+  if (!pagemap_ensure(q, PAGE_SIZE)) lithe_fatal("pagemap commit failed after mremap");
   atomic_fetch_add_explicit(&xlarge_bytes, bytes - s->map_bytes, memory_order_relaxed);
-  if (q != s->start) pagemap_set_one(s->start, NULL);
   s->start = s->map_base = q;
   s->bytes = s->map_bytes = bytes;
   pagemap_set_one(q, s);

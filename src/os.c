@@ -93,15 +93,29 @@ bool os_commit(void *p, size_t size) {
  * the range drops both the pages and the commit in one call. */
 void os_decommit(void *p, size_t size) {
   count_call();
+  int saved = errno;
   void *q = mmap(p, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  errno = saved;
   if (q == MAP_FAILED) { os_purge(p, size); return; }
   atomic_fetch_sub_explicit(&os_stats.committed, size, memory_order_relaxed);
 }
 
-void os_purge(void *p, size_t size) {
+/* True only if every byte of [p, p+size) now reads as zero.  madvise can
+ * fail (mlock'ed pages: EINVAL; a seccomp policy), and on a kernel whose
+ * pages are larger than lithe's 8 KiB only the whole OS pages inside the
+ * range may be dropped; the caller then keeps the range marked dirty, so
+ * calloc still zeroes it.  free() must not change errno: it is restored. */
+bool os_purge(void *p, size_t size) {
+  size_t ps = os_page_size();
+  char *start = (char *)align_up((uintptr_t)p, ps);
+  char *end = (char *)((uintptr_t)((char *)p + size) & ~(uintptr_t)(ps - 1));
+  if (start >= end) return false;
   count_call();
   atomic_fetch_add_explicit(&os_stats.purges, 1, memory_order_relaxed);
-  madvise(p, size, MADV_DONTNEED);
+  int saved = errno;
+  int rc = madvise(start, (size_t)(end - start), MADV_DONTNEED);
+  errno = saved;
+  return rc == 0 && start == (char *)p && end == (char *)p + size;
 }
 
 /* A read/write mapping of its own (xlarge objects).  No MAP_NORESERVE:
@@ -118,9 +132,20 @@ void *os_map(size_t size, size_t align, size_t *mapped, void **base) {
   return p;
 }
 
+/* Give back a reservation that was never committed. */
+void os_release(void *p, size_t size) {
+  count_call();
+  int saved = errno;
+  munmap(p, size);
+  errno = saved;
+  atomic_fetch_sub_explicit(&os_stats.reserved, size, memory_order_relaxed);
+}
+
 void os_unmap(void *p, size_t size) {
   count_call();
+  int saved = errno;
   munmap(p, size);
+  errno = saved;
   atomic_fetch_sub_explicit(&os_stats.reserved, size, memory_order_relaxed);
   atomic_fetch_sub_explicit(&os_stats.committed, size, memory_order_relaxed);
 }
