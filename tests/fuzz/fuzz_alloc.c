@@ -35,6 +35,7 @@
 #define MiB       ((size_t)1 << 20)
 #define LIVE_MAX  ((size_t)200 * MiB)   /* requested bytes live at once */
 #define DENSE_MAX ((size_t)64 * KiB)    /* blocks up to this are filled whole */
+#define COMMIT_MAX ((size_t)32 * MiB)   /* held after collect(true), nothing live */
 
 typedef struct slot_s {
   unsigned char *p;
@@ -560,6 +561,19 @@ static void check_counters(void) {
          st.large_live, base.large_live, st.xlarge_live, base.xlarge_live, st.xlarge_bytes,
          base.xlarge_bytes);
   if (LIVE_GET() != 0) fail("live byte count %zu after freeing everything", LIVE_GET());
+  /* a thread's heap goes when the thread does (joined before this) */
+  if (st.heaps_live > base.heaps_live + 1)
+    fail("%zu thread heaps live after the input, %zu before", st.heaps_live, base.heaps_live);
+}
+
+/* after lithe_collect(true) with nothing live, the memory is given back */
+static void check_returned(void) {
+  lithe_stats_t st;
+  lithe_stats_get(&st);
+  size_t held = st.committed - st.purged - st.metadata;
+  if (held > COMMIT_MAX)
+    fail("committed %zu - purged %zu - metadata %zu = %zu bytes held with nothing live "
+         "after lithe_collect(true)", st.committed, st.purged, st.metadata, held);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -581,8 +595,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ctx_t c = {data, size, 0, slots, NSLOTS, 0, 0, bulk, 0, 8192};
   while (c.pos < c.n) run_op(&c, byte(&c));
   free_all(&c);
-  if (size && (data[size - 1] & 0x0f) == 0x0f) lithe_collect(true);
   check_counters();
+  if (size && (data[size - 1] & 0x0f) == 0x0f) {
+    lithe_collect(true);
+    check_returned();
+  }
   return 0;
 }
 
@@ -701,8 +718,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   drain(&t[0], 0);
   t[1].c.slots = t[1].slots;
   drain(&t[1], 0);
-  if (size && (data[size - 1] & 0x0f) == 0x0f) lithe_collect(true);
   check_counters();
+  if (size && (data[size - 1] & 0x0f) == 0x0f) {
+    lithe_collect(true);
+    check_returned();
+  }
   return 0;
 }
 #endif
