@@ -35,7 +35,6 @@ uintptr_t lithe_free_key;
 
 pthread_mutex_t heaps_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_mutex_t abandoned_lock = PTHREAD_MUTEX_INITIALIZER;
-static heap_t *all_heaps;      /* every heap ever made (live or pooled) */
 static heap_t *heap_pool;      /* heaps of exited threads, for reuse   */
 static size_t heaps_live, heaps_created;
 static span_list_t abandoned[NCLASSES];
@@ -123,9 +122,8 @@ static heap_t *heap_thread_init(void) {
   heap_t *h = heap_pool;
   if (h) {
     heap_pool = h->next_pool;
-  } else if ((h = meta_alloc(sizeof(heap_t))) != NULL) {
-    h->next_heap = all_heaps;
-    all_heaps = h;
+  } else {
+    h = meta_alloc(sizeof(heap_t));
   }
   if (h) {
     heaps_live++;
@@ -136,7 +134,6 @@ static heap_t *heap_thread_init(void) {
   for (unsigned c = 0; c < NCLASSES; c++) h->current[c] = &lithe_empty_span;
   memset(h->spans_made, 0, sizeof h->spans_made);
   h->live = true;
-  h->thread = pthread_self();
   lithe_tls_heap = h;
   pthread_setspecific(heap_key, h);
   if (!atomic_exchange(&atfork_registered, 1)) {
@@ -148,16 +145,24 @@ static heap_t *heap_thread_init(void) {
 
 /* ---- spans in and out of a heap ---------------------------------------- */
 
+static _Atomic size_t spans_small_live; /* spans holding small objects */
+
+/* An empty small span goes back to the page heap. */
+static void span_to_pages(span_t *s) {
+  atomic_fetch_sub_explicit(&spans_small_live, 1, memory_order_relaxed);
+  pages_free(s);
+}
+
 static void span_release(heap_t *h, span_t *s) {
   if (h->ncache < HEAP_SPAN_CACHE) {
     h->cache[h->ncache++] = s;
     return;
   }
-  pages_free(s);
+  span_to_pages(s);
 }
 
 static void cache_flush(heap_t *h) {
-  while (h->ncache) pages_free(h->cache[--h->ncache]);
+  while (h->ncache) span_to_pages(h->cache[--h->ncache]);
 }
 
 /* File an exhausted span as full; false if remote frees arrived (collect
@@ -223,6 +228,7 @@ static span_t *heap_span_new(heap_t *h, unsigned cls) {
   }
   span_t *s = pages_alloc(first >> PAGE_SHIFT, 0);
   if (!s) return NULL;
+  atomic_fetch_add_explicit(&spans_small_live, 1, memory_order_relaxed);
   if (h->spans_made[cls] < UINT8_MAX) h->spans_made[cls]++;
   atomic_store_explicit(&s->owner, h, memory_order_relaxed);
   span_init_small(s, cls);
@@ -356,7 +362,7 @@ void heaps_collect_abandoned(void) {
       if (s->used == 0) {
         list_remove(&abandoned[c], s);
         atomic_fetch_sub_explicit(&abandoned_count, 1, memory_order_relaxed);
-        pages_free(s);
+        span_to_pages(s);
       }
     }
   pthread_mutex_unlock(&abandoned_lock);
@@ -366,7 +372,7 @@ static void span_abandon(span_t *s) {
   span_collect_remote(s);
   s->full = 0;
   s->free_trigger = 0;
-  if (s->used == 0) { pages_free(s); return; }
+  if (s->used == 0) { span_to_pages(s); return; }
   atomic_store_explicit(&s->owner, NULL, memory_order_release);
   pthread_mutex_lock(&abandoned_lock);
   list_push_back(&abandoned[s->cls], s);
@@ -425,7 +431,7 @@ void heaps_stats(size_t *live, size_t *created, size_t *small_spans, size_t *nab
   *created = heaps_created;
   pthread_mutex_unlock(&heaps_lock);
   *nabandoned = atomic_load(&abandoned_count);
-  (void)small_spans;
+  *small_spans = atomic_load(&spans_small_live);
 }
 
 /* ---- fork -------------------------------------------------------------- */

@@ -169,8 +169,6 @@ typedef struct heap_s {
   span_t *cache[HEAP_SPAN_CACHE];     /* empty spans kept for reuse      */
   unsigned ncache;
   uint8_t spans_made[NCLASSES];       /* 0: next span is a first span    */
-  pthread_t thread;
-  struct heap_s *next_heap;           /* list of every heap ever made    */
   struct heap_s *next_pool;           /* pool of heaps of exited threads */
   bool live;
 } heap_t;

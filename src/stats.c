@@ -50,6 +50,7 @@ LITHE_API void lithe_stats_print(int fd) {
   put(fd, "  large live           ", st.large_live);
   put(fd, "  xlarge live          ", st.xlarge_live);
   put(fd, "  xlarge bytes         ", st.xlarge_bytes);
+  put(fd, "  small spans          ", st.spans_small);
   put(fd, "  heaps live           ", st.heaps_live);
   put(fd, "  heaps created        ", st.heaps_created);
   put(fd, "  spans abandoned      ", st.spans_abandoned);
