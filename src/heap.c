@@ -173,6 +173,19 @@ static bool span_mark_full(span_t *s) {
                                                  memory_order_acq_rel, memory_order_relaxed);
 }
 
+/* Take s off the full list (its notify state already cleared): back to
+ * the page heap if empty, else to the end of its class's available list. */
+static void refile_from_full(heap_t *h, span_t *s) {
+  unmark_full_list(h, s);
+  span_collect_remote(s);
+  if (s->used == 0) {
+    span_release(h, s);
+    return;
+  }
+  list_push_back(&h->avail[s->cls], s);
+  if (h->current[s->cls] == &lithe_empty_span) set_current(h, s->cls);
+}
+
 /* Full spans that remote threads freed into: make them available again. */
 static void heap_drain_remote(heap_t *h) {
   if (!atomic_load_explicit(&h->remote_spans, memory_order_relaxed)) return;
@@ -180,14 +193,7 @@ static void heap_drain_remote(heap_t *h) {
   while (s) {
     span_t *next = atomic_load_explicit(&s->remote_next, memory_order_relaxed);
     wait_notifying(s);
-    unmark_full_list(h, s);
-    span_collect_remote(s);
-    if (s->used == 0) {
-      span_release(h, s);
-    } else {
-      list_push_back(&h->avail[s->cls], s);
-      if (h->current[s->cls] == &lithe_empty_span) set_current(h, s->cls);
-    }
+    refile_from_full(h, s);
     s = next;
   }
 }
@@ -291,10 +297,7 @@ void heap_free_local_slow(heap_t *h, span_t *s) {
       if ((tf & TF_MASK) != TF_NOTIFY) return;
     } while (!atomic_compare_exchange_weak_explicit(&s->thread_free, &tf, tf & ~(uintptr_t)TF_MASK,
                                                     memory_order_acq_rel, memory_order_acquire));
-    unmark_full_list(h, s);
-    if (s->used == 0) { span_release(h, s); return; }
-    list_push_back(&h->avail[cls], s);
-    if (h->current[cls] == &lithe_empty_span) set_current(h, cls);
+    refile_from_full(h, s);
     return;
   }
   if (s->used == 0 && h->current[cls] != s) {
@@ -466,14 +469,7 @@ static void fork_child_reclaim(heap_t *h) {
     uintptr_t tf = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
     if ((tf & TF_MASK) == TF_NOTIFY) continue;
     atomic_store_explicit(&s->thread_free, tf & ~(uintptr_t)TF_MASK, memory_order_relaxed);
-    unmark_full_list(h, s);
-    span_collect_remote(s);
-    if (s->used == 0) {
-      span_release(h, s);
-    } else {
-      list_push_back(&h->avail[s->cls], s);
-      if (h->current[s->cls] == &lithe_empty_span) set_current(h, s->cls);
-    }
+    refile_from_full(h, s);
   }
 }
 
