@@ -40,6 +40,7 @@
 #ifdef HAVE_LITHE
 #include "lithe.h"
 #endif
+#include "procstatus.h" /* tools/: shared with the benchmarks */
 
 #ifdef __cplusplus
 extern "C" {
@@ -85,26 +86,8 @@ static inline double tu_now(void) {
  * Reads with a stack buffer: no allocation. */
 static inline long tu_status_kb(const char *key) {
   char buf[8192];
-  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  size_t len = 0;
-  for (;;) {
-    ssize_t r = read(fd, buf + len, sizeof buf - 1 - len);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    len += (size_t)r;
-    if (len == sizeof buf - 1) break;
-  }
-  close(fd);
-  buf[len] = 0;
-  size_t klen = strlen(key);
-  for (char *line = buf; line && *line;) {
-    if (strncmp(line, key, klen) == 0 && line[klen] == ':')
-      return strtol(line + klen + 1, NULL, 10);
-    line = strchr(line, '\n');
-    if (line) line++;
-  }
-  return -1;
+  if (!procstatus_read(buf, sizeof buf)) return -1;
+  return procstatus_kb(buf, key);
 }
 
 /* Prints the mappings of this process holding more than min_kb of RSS

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "common.h"
+#include "procstatus.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -20,43 +21,15 @@ double bench_tick_hz(int ms) {
   return (double)(t1 - t0) * 1e9 / (double)(n1 - n0);
 }
 
-static long parse_kb(const char *buf, const char *key) {
-  size_t kl = strlen(key);
-  const char *p = buf;
-  while (p && *p) {
-    if (strncmp(p, key, kl) == 0 && p[kl] == ':') {
-      p += kl + 1;
-      while (*p == ' ' || *p == '\t') p++;
-      long v = 0;
-      while (*p >= '0' && *p <= '9') v = v * 10 + (*p++ - '0');
-      return v;
-    }
-    p = strchr(p, '\n');
-    if (p) p++;
-  }
-  return -1;
-}
-
 int bench_read_status(bench_status_t *st) {
   char buf[8192];
-  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  size_t len = 0;
-  for (;;) {
-    ssize_t r = read(fd, buf + len, sizeof buf - 1 - len);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    len += (size_t)r;
-    if (len == sizeof buf - 1) break;
-  }
-  close(fd);
-  buf[len] = 0;
-  st->vm_hwm = parse_kb(buf, "VmHWM");
-  st->vm_rss = parse_kb(buf, "VmRSS");
-  st->vm_data = parse_kb(buf, "VmData");
-  st->rss_anon = parse_kb(buf, "RssAnon");
-  st->rss_file = parse_kb(buf, "RssFile");
-  st->rss_shmem = parse_kb(buf, "RssShmem");
+  if (!procstatus_read(buf, sizeof buf)) return -1;
+  st->vm_hwm = procstatus_kb(buf, "VmHWM");
+  st->vm_rss = procstatus_kb(buf, "VmRSS");
+  st->vm_data = procstatus_kb(buf, "VmData");
+  st->rss_anon = procstatus_kb(buf, "RssAnon");
+  st->rss_file = procstatus_kb(buf, "RssFile");
+  st->rss_shmem = procstatus_kb(buf, "RssShmem");
   return 0;
 }
 
