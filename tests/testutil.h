@@ -264,18 +264,31 @@ static inline void tu__child_side(int op[2], int ep[2]) {
   close(ep[1]);
 }
 
-/* Runs argv[0] (a path) with argv, after applying env edits in the child:
- * "NAME=value" sets, "NAME" unsets. env may be NULL. Returns 0, or -1 if
- * the child could not be started. */
-static inline int tu_run_exec(tu_child *r, char *const argv[], const char *const env[],
-                              int timeout_s) {
-  int op[2], ep[2];
+/* fork with stdout/stderr piped back: 0 in the child (already wired to
+ * the pipes), the pid in the parent (its write ends closed), -1 on error. */
+static inline pid_t tu__spawn(int op[2], int ep[2]) {
   if (pipe(op) || pipe(ep)) return -1;
   fflush(NULL);
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
     tu__child_side(op, ep);
+    return 0;
+  }
+  close(op[1]);
+  close(ep[1]);
+  return pid;
+}
+
+/* Runs argv[0] (a path) with argv, after applying env edits in the child:
+ * "NAME=value" sets, "NAME" unsets. env may be NULL. Returns 0, or -1 if
+ * the child could not be started. */
+static inline int tu_run_exec(tu_child *r, char *const argv[], const char *const env[],
+                              int timeout_s) {
+  int op[2], ep[2];
+  pid_t pid = tu__spawn(op, ep);
+  if (pid < 0) return -1;
+  if (pid == 0) {
     for (int i = 0; env && env[i]; i++) {
       const char *eq = strchr(env[i], '=');
       if (eq) {
@@ -293,8 +306,6 @@ static inline int tu_run_exec(tu_child *r, char *const argv[], const char *const
     fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
     _exit(127);
   }
-  close(op[1]);
-  close(ep[1]);
   tu__collect(r, pid, op[0], ep[0], timeout_s);
   return 0;
 }
@@ -302,18 +313,13 @@ static inline int tu_run_exec(tu_child *r, char *const argv[], const char *const
 /* Runs fn(arg) in a forked child that then exits 0 (fn may exit itself). */
 static inline int tu_run_fn(tu_child *r, void (*fn)(void *), void *arg, int timeout_s) {
   int op[2], ep[2];
-  if (pipe(op) || pipe(ep)) return -1;
-  fflush(NULL);
-  pid_t pid = fork();
+  pid_t pid = tu__spawn(op, ep);
   if (pid < 0) return -1;
   if (pid == 0) {
-    tu__child_side(op, ep);
     fn(arg);
     fflush(NULL);
     _exit(0);
   }
-  close(op[1]);
-  close(ep[1]);
   tu__collect(r, pid, op[0], ep[0], timeout_s);
   return 0;
 }
