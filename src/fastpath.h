@@ -18,6 +18,7 @@ static inline void *malloc_inline(size_t n) {
     if (likely(b != NULL)) {
       s->free = b->next;
       s->used++;
+      b->next = NULL; /* a block handed out holds no heap address */
       b->key = 0;
       return b;
     }

@@ -105,6 +105,7 @@ static inline void *span_pop(span_t *s) {
   block_t *b = s->free;
   s->free = b->next;
   s->used++;
+  b->next = NULL; /* as malloc_inline: no free-list link left behind */
   b->key = 0;
   return b;
 }
