@@ -32,6 +32,17 @@ LITHE_API void free(void *p) __attribute__((alias("lithe_free")));
 LITHE_API void cfree(void *p) __attribute__((alias("lithe_free")));
 LITHE_API void lithe_collect(bool force) { lt_collect(force); }
 
+/* glibc's own entry points, which some programs and libraries call directly
+ * (a block from __libc_malloc is then passed to free): the same functions,
+ * as jemalloc, mimalloc and tcmalloc export them. */
+LITHE_API void *__libc_malloc(size_t n) __attribute__((alias("lithe_malloc")));
+LITHE_API void __libc_free(void *p) __attribute__((alias("lithe_free")));
+LITHE_API void *__libc_calloc(size_t c, size_t n) __attribute__((alias("lithe_calloc")));
+LITHE_API void *__libc_realloc(void *p, size_t n) __attribute__((alias("lithe_realloc")));
+LITHE_API void *__libc_memalign(size_t a, size_t n) __attribute__((alias("lithe_memalign")));
+LITHE_API void *__libc_valloc(size_t n) __attribute__((alias("lithe_valloc")));
+LITHE_API void *__libc_pvalloc(size_t n) __attribute__((alias("lithe_pvalloc")));
+
 /* ---- C++ --------------------------------------------------------------- */
 /* libstdc++'s std::get_new_handler() and std::__throw_bad_alloc(), reached
  * as weak references so a C program links without libstdc++. */
