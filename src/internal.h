@@ -220,7 +220,8 @@ bool os_purge(void *p, size_t size) INTERNAL;                   /* MADV_DONTNEED
 void *os_map(size_t size, size_t align, size_t *mapped, void **base) INTERNAL; /* RW */
 void os_unmap(void *p, size_t size) INTERNAL;
 void os_release(void *p, size_t size) INTERNAL;                 /* never-committed reserve */
-void *os_remap(void *p, size_t old_size, size_t new_size) INTERNAL;
+void *os_resize(void *p, size_t old_size, size_t new_size) INTERNAL; /* mremap in place */
+void *os_move(void *p, size_t old_size, size_t new_size, void *dest) INTERNAL; /* onto a reserve */
 void os_random(void *buf, size_t n) INTERNAL;
 uint64_t os_now_ms(void) INTERNAL;
 typedef struct os_stats_s {

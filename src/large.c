@@ -83,15 +83,26 @@ void *large_realloc(span_t *s, size_t size) {
   if (size <= large_max || s->block_size /* aligned */) return NULL;
   size_t bytes = align_up(size, PAGE_SIZE);
   if (bytes == s->map_bytes) return s->start;
-  /* Clear the old entry before mremap frees the old range: once it is
-   * free another thread's xlarge mapping may land there and set it. */
-  pagemap_set_one(s->start, NULL);
-  char *q = os_remap(s->map_base, s->map_bytes, bytes);
+  char *q = os_resize(s->map_base, s->map_bytes, bytes);
   if (!q) {
-    pagemap_set_one(s->start, s); /* the old mapping is still there */
-    return NULL;
+    /* Move: reserve the destination and make its pagemap entry writable
+     * first, so that once mremap has moved the block nothing can fail
+     * (the old block must stay intact when NULL is returned). */
+    char *dest = os_reserve(bytes, PAGE_SIZE);
+    if (!dest) return NULL;
+    if (!pagemap_ensure(dest, PAGE_SIZE)) {
+      os_release(dest, bytes);
+      return NULL;
+    }
+    /* Clear the old entry before mremap frees the old range: once it is
+     * free another thread's xlarge mapping may land there and set it. */
+    pagemap_set_one(s->start, NULL);
+    q = os_move(s->map_base, s->map_bytes, bytes, dest);
+    if (!q) {
+      pagemap_set_one(s->start, s); /* the old mapping is still there */
+      return NULL;
+    }
   }
-  if (!pagemap_ensure(q, PAGE_SIZE)) lithe_fatal("pagemap commit failed after mremap");
   atomic_fetch_add_explicit(&xlarge_bytes, bytes - s->map_bytes, memory_order_relaxed);
   s->start = s->map_base = q;
   s->bytes = s->map_bytes = bytes;

@@ -150,15 +150,44 @@ void os_unmap(void *p, size_t size) {
   atomic_fetch_sub_explicit(&os_stats.committed, size, memory_order_relaxed);
 }
 
-/* Resize an os_map mapping, moving it if needed (page tables move, the
- * bytes are not copied).  NULL if the kernel refuses. */
-void *os_remap(void *p, size_t old_size, size_t new_size) {
+/* Resize an os_map mapping where it is (page tables, no copy); NULL when
+ * the pages after it are taken or the kernel refuses. */
+void *os_resize(void *p, size_t old_size, size_t new_size) {
   count_call();
-  void *q = mremap(p, old_size, new_size, MREMAP_MAYMOVE);
+  void *q = mremap(p, old_size, new_size, 0);
   if (q == MAP_FAILED) return NULL;
   atomic_fetch_add_explicit(&os_stats.reserved, new_size - old_size, memory_order_relaxed);
   atomic_fetch_add_explicit(&os_stats.committed, new_size - old_size, memory_order_relaxed);
   return q;
+}
+
+/* Move an os_map mapping onto `dest`, a reservation of new_size bytes the
+ * caller made (so it could prepare the pagemap there first: once the
+ * block has moved nothing may fail).  NULL if the kernel refuses: the old
+ * mapping is intact and the reservation is gone.  mremap may have unmapped
+ * dest before failing (it does that first, then checks the limits), or
+ * not: a PROT_NONE mapping put back with MAP_FIXED_NOREPLACE tells which,
+ * and is released; if it cannot be put back the reservation is still
+ * there (or another thread has mapped into the hole): it is left alone. */
+void *os_move(void *p, size_t old_size, size_t new_size, void *dest) {
+  count_call();
+  void *q = mremap(p, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, dest);
+  if (q != MAP_FAILED) {
+    atomic_fetch_sub_explicit(&os_stats.reserved, old_size, memory_order_relaxed);
+    atomic_fetch_add_explicit(&os_stats.committed, new_size - old_size, memory_order_relaxed);
+    return q;
+  }
+  int saved = errno;
+  count_call();
+  void *r = mmap(dest, new_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  if (r == dest) {
+    os_release(dest, new_size);
+  } else {
+    if (r != MAP_FAILED) { count_call(); munmap(r, new_size); } /* kernel < 4.17: a hint */
+    atomic_fetch_sub_explicit(&os_stats.reserved, new_size, memory_order_relaxed);
+  }
+  errno = saved;
+  return NULL;
 }
 
 void os_random(void *buf, size_t n) {
