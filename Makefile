@@ -2,10 +2,18 @@
 #   make        build everything (build/liblithe.so, build/liblithe.a, tools, benchmarks)
 #   make test   build, then run every CTest test
 #   make bench  build, then run the default allocator comparison (report in build/bench-report/)
+#   make install [PREFIX=/usr/local] [DESTDIR=]   library, header, pkg-config, CMake package,
+#               man pages, the `lithe` launcher and lithe-bench (cmake --install underneath)
+#   make uninstall  remove what the last make install put there (its manifest)
+#   make deb    build/deb/liblithe0_*.deb and liblithe-dev_*.deb (dpkg-deb)
 BUILD ?= build
 JOBS  ?= $(shell nproc 2>/dev/null || echo 2)
+PREFIX ?= /usr/local
+# the files make install wrote (with DESTDIR), for make uninstall; CMake's own
+# install_manifest.txt (without DESTDIR) is rewritten by every install, the tests' too
+MANIFEST = $(BUILD)/lithe-install-manifest.txt
 
-.PHONY: all test bench clean
+.PHONY: all test bench clean install uninstall deb
 
 all:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -16,6 +24,17 @@ test: all
 
 bench: all
 	$(BUILD)/lithe-bench --out $(BUILD)/bench-report glibc jemalloc mimalloc tcmalloc lithe=$(BUILD)/liblithe.so
+
+install: all
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
+	{ sed 's|^|$(DESTDIR)|' $(BUILD)/install_manifest.txt; echo; } > $(MANIFEST)
+	@echo "installed into $(DESTDIR)$(PREFIX) (file list: $(MANIFEST))"
+
+uninstall:
+	bash packaging/uninstall.sh $(MANIFEST)
+
+deb: all
+	bash packaging/deb.sh $(BUILD) $(BUILD)/deb
 
 clean:
 	rm -rf $(BUILD)

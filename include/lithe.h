@@ -26,8 +26,9 @@
 extern "C" {
 #endif
 
-#define LITHE_VERSION_MAJOR 0
-#define LITHE_VERSION_MINOR 1
+#define LITHE_VERSION_MAJOR 0 /* the soname: liblithe.so.0 */
+#define LITHE_VERSION_MINOR 2
+#define LITHE_VERSION_PATCH 0
 
 /* The malloc family, with C/POSIX semantics (see docs/semantics.md). */
 void  *lithe_malloc(size_t size);
@@ -72,7 +73,7 @@ void lithe_stats_get(lithe_stats_t *out);
 /* Print the statistics in human form to file descriptor fd. */
 void lithe_stats_print(int fd);
 
-/* "lithe 0.1.0" */
+/* "lithe 0.2.0": "lithe " MAJOR.MINOR.PATCH */
 const char *lithe_version(void);
 
 #ifdef __cplusplus

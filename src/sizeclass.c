@@ -4,11 +4,11 @@
  *   class 9..40   4 per power of two:   160 192 224 256 | 320 .. 512 | ...
  *                 ... | 20480 24576 28672 32768
  * so a request wastes at most 12.5 % inside its block (plus < 16 bytes for
- * the tiny classes).  size_class() in internal.h maps a size to its class
- * with one table lookup (class_lut: 16-byte steps to 1 KiB, 256 above). */
+ * the tiny classes).  size_class() in internal.h maps a size to its class:
+ * a table lookup up to 1 KiB, a count-leading-zeros above. */
 #include "internal.h"
 
-uint8_t class_lut[LUT_ENTRIES];
+uint8_t class_lut[LUT_MAX / 16 + 1];
 uint32_t class_size[NCLASSES];
 uint32_t class_span_bytes[NCLASSES];
 uint32_t class_first_span_bytes[NCLASSES];
@@ -27,14 +27,11 @@ void sizeclass_init(void) {
     if (first > class_span_bytes[c]) first = class_span_bytes[c];
     class_first_span_bytes[c] = (uint32_t)first;
   }
-  /* size 0 gets the 16-byte class: malloc(0) returns a unique pointer.
-   * Entry i serves every size with that lut_index; the largest such size
-   * decides (i * 16 up to entry 64, then (i - LUT_HI_BASE) * 256). */
-  _Static_assert(NCLASSES <= 256, "class_lut holds uint8_t classes");
-  for (unsigned i = 0; i < LUT_ENTRIES; i++) {
-    size_t n = i == 0 ? 1 : i <= LUT_MAX / 16 ? (size_t)i * 16 : (size_t)(i - LUT_HI_BASE) * 256;
+  /* size 0 gets the 16-byte class: malloc(0) returns a unique pointer */
+  for (unsigned i = 0; i <= LUT_MAX / 16; i++) {
+    size_t n = i == 0 ? 1 : (size_t)i * 16;
     unsigned c = 1;
-    while (c < NCLASSES - 1 && class_size[c] < n) c++;
+    while (class_size[c] < n) c++;
     class_lut[i] = (uint8_t)c;
   }
 }

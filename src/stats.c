@@ -2,7 +2,9 @@
  * at exit with LITHE_SHOW_STATS=1 (tests grep for its "lithe stats" line to
  * prove lithe really served a program). */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "internal.h"
 
@@ -58,8 +60,37 @@ LITHE_API void lithe_stats_print(int fd) {
   put(fd, "  purges               ", st.purges);
 }
 
-__attribute__((destructor)) static void stats_at_exit(void) {
-  if (lithe_opt.show_stats) lithe_stats_print(STDERR_FILENO);
+/* The report at exit goes to a copy of stderr taken when the library is
+ * loaded: programs such as coreutils close stderr in an atexit handler,
+ * which runs before this destructor (`LITHE_SHOW_STATS=1 ls` printed
+ * nothing).  The copy is used only if it is still the same file then. */
+static int report_fd = -1;
+static struct stat report_st;
+
+__attribute__((constructor)) static void stats_at_load(void) {
+  lithe_process_init(); /* reads the options */
+  if (!lithe_opt.show_stats) return;
+  report_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 64);
+  if (report_fd >= 0 && fstat(report_fd, &report_st) != 0) {
+    close(report_fd);
+    report_fd = -1;
+  }
 }
 
-LITHE_API const char *lithe_version(void) { return "lithe 0.1.0"; }
+static int report_target(void) {
+  struct stat st;
+  if (report_fd >= 0 && fstat(report_fd, &st) == 0 && st.st_dev == report_st.st_dev &&
+      st.st_ino == report_st.st_ino)
+    return report_fd;
+  return STDERR_FILENO;
+}
+
+__attribute__((destructor)) static void stats_at_exit(void) {
+  if (lithe_opt.show_stats) lithe_stats_print(report_target());
+}
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+LITHE_API const char *lithe_version(void) {
+  return "lithe " STR(LITHE_VERSION_MAJOR) "." STR(LITHE_VERSION_MINOR) "." STR(LITHE_VERSION_PATCH);
+}

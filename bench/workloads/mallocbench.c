@@ -4,7 +4,7 @@
  *   bench-mallocbench --benchmark NAME [--parallel] [--runs N] [--threads N]
  *       [--heap MB] [--no-warmup] [--quick] [--memory-warning]
  *       [--format=gobench] [--peak-per-run] [--settle] [--libc-random]
- *       [--scale F] [--pause-ms MS]
+ *       [--scale F]
  *
  * Workload objects go through malloc/free (that is what is measured);
  * harness state (thread pool, queues, balloon tables) lives in static memory,
@@ -661,7 +661,7 @@ static void heap_free(void **top, long mb) {
 static void usage(void) {
   fputs("usage: bench-mallocbench --benchmark NAME [--parallel] [--runs N] [--threads N]\n"
         "         [--heap MB] [--no-warmup] [--quick] [--memory-warning] [--format=gobench]\n"
-        "         [--peak-per-run] [--settle] [--libc-random] [--scale F] [--pause-ms MS]\n"
+        "         [--peak-per-run] [--settle] [--libc-random] [--scale F]\n"
         "workloads:",
         stderr);
   for (size_t i = 0; i < NWORKLOADS; i++) fprintf(stderr, " %s", g_workloads[i].name);
@@ -673,14 +673,13 @@ int main(int argc, char **argv) {
   const char *name = NULL, *v;
   int parallel = 0, runs = 8, warmup = 1, memory_warning = 0, gobench = 0;
   int peak_per_run = 0, settle = 0, threads = 0;
-  long heap_mb = 0, pause_ms = -1;
+  long heap_mb = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if ((v = bench_opt(argc, argv, &i, "--benchmark"))) name = v;
     else if ((v = bench_opt(argc, argv, &i, "--runs"))) runs = atoi(v);
     else if ((v = bench_opt(argc, argv, &i, "--threads"))) threads = atoi(v);
     else if ((v = bench_opt(argc, argv, &i, "--heap"))) heap_mb = atol(v);
-    else if ((v = bench_opt(argc, argv, &i, "--pause-ms"))) pause_ms = atol(v);
     else if ((v = bench_opt(argc, argv, &i, "--format"))) {
       if (strcmp(v, "gobench") == 0) gobench = 1;
       else if (strcmp(v, "mallocbench") == 0) gobench = 0;
@@ -713,7 +712,6 @@ int main(int argc, char **argv) {
   }
   if (runs < 0) runs = 0;
   g_ncpu_cfg = threads > 0 ? threads : bench_ncpu();
-  if (g_quick && pause_ms < 0) pause_ms = 100; /* quick mode: not for claims */
 
   char fullname[128];
   snprintf(fullname, sizeof fullname, "%s%s%s", name, parallel ? "_parallel" : "",
@@ -731,7 +729,7 @@ int main(int argc, char **argv) {
   static char outbuf[8192];
   setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
 
-  bench_release_init();
+  bench_scavenge_init();
   g_nthreads = parallel ? g_ncpu_cfg : 1;
   void **bg = heap_build(heap_mb);
   if (w->setup) w->setup();
@@ -748,15 +746,8 @@ int main(int argc, char **argv) {
   if (parallel) pool_stop();
   if (w->teardown) w->teardown();
   heap_free(bg, heap_mb);
-  /* Memory at end, two ways (docs/benchmarks.md "Memory at end"): first
-   * unassisted -- nothing called, after a pause longer than lithe's purge
-   * delay -- then after the allocator's own forcing release, the same
-   * method for every allocator. */
+  const char *scav = bench_scavenge(memory_warning);
   bench_status_t st;
-  bench_read_status(&st);
-  long peak = bench_peak_kb(&st);
-  long pause = bench_pause_ms(pause_ms);
-  if (pause > 0) bench_sleep_ms(pause);
   if (settle) { /* poll every 2 s until resident memory stops shrinking */
     bench_read_status(&st);
     long prev = bench_end_kb(&st);
@@ -769,23 +760,17 @@ int main(int argc, char **argv) {
     }
   }
   bench_read_status(&st);
-  long idle_end = bench_end_kb(&st);
-  const char *scav = bench_release();
-  bench_read_status(&st);
-  long end = bench_end_kb(&st);
+  long peak = bench_peak_kb(&st), end = bench_end_kb(&st);
   long faults = runs > 0 ? (f1 - f0) / runs : 0;
   double mean_ns = runs > 0 ? (double)total_ns / runs : 0;
 
-  printf("# scavenge: %s before end-kB; unassisted-end-kB after a %ld ms pause, no call\n", scav,
-         pause);
-  printf("# malloc: %s\n", bench_malloc_from());
+  printf("# scavenge: %s\n", scav);
   if (gobench) {
     if (runs > 0)
-      printf("Benchmark%s %d %.0f ns/op %ld peak-kB %ld end-kB %ld faults %ld unassisted-end-kB\n",
-             fullname, runs, mean_ns, peak, end, faults, idle_end);
+      printf("Benchmark%s %d %.0f ns/op %ld peak-kB %ld end-kB %ld faults\n", fullname, runs,
+             mean_ns, peak, end, faults);
     else
-      printf("Benchmark%s 1 %ld peak-kB %ld end-kB %ld unassisted-end-kB\n", fullname, peak, end,
-             idle_end);
+      printf("Benchmark%s 1 %ld peak-kB %ld end-kB\n", fullname, peak, end);
   } else {
     printf("Running %s [ %s ] [ don't use-thread-id ] [ heap: %ldMB ] [ runs: %d ]...\n", name,
            parallel ? "parallel" : "not parallel", heap_mb, runs);
@@ -795,7 +780,6 @@ int main(int argc, char **argv) {
       printf("Time:\tn/a\n");
     printf("Peak Memory:\t%ldkB\n", peak);
     printf("Memory at End:\t%ldkB\n", end);
-    printf("Memory at End (unassisted):\t%ldkB\n", idle_end);
     printf("Minor Faults:\t%ld per run\n", faults);
   }
   if (g_quick) printf("# note: --quick sizes (not for claims)\n");

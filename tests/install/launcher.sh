@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# install_launcher: `lithe run python3 -c ...` of the scratch install.  Proof
+# that lithe served the interpreter: the dynamic linker binds python's
+# malloc/free to the installed liblithe.so.0 (LD_DEBUG=bindings), and lithe's
+# own statistics at exit (`lithe stats`) count heaps and spans.
+# usage: launcher.sh PREFIX
+source "$(dirname "$0")/common.sh"
+prefix=$1
+PY=/usr/bin/python3                 # Debian's interpreter, not a shim script
+[ -x "$PY" ] || PY=$(command -v python3 || true)
+[ -n "$PY" ] || skip "needs python3 (apt-get install python3)"
+lib=$prefix/lib/liblithe.so.$SOVERSION
+[ "$("$prefix/bin/lithe" lib)" = "$lib" ] || fail "lithe lib says '$("$prefix/bin/lithe" lib)', want $lib"
+code='d = {i: str(i) * (i % 9) for i in range(100000)}; print("python", len(d), sum(map(len, d.values())))'
+want="python 100000 1955556"
+out=$(LD_DEBUG=bindings LD_DEBUG_OUTPUT=$TMP/ld "$prefix/bin/lithe" run "$PY" -c "$code") || fail "lithe run python3 exited $?"
+[ "$out" = "$want" ] || fail "python printed '$out', want '$want'"
+cat "$TMP"/ld.* >"$TMP/bindings"
+grep -E "to $lib \[0\]: normal symbol \`(malloc|free)'" "$TMP/bindings" | head -3
+n=$(grep -cE "to $lib \[0\]: normal symbol \`(malloc|free|realloc|calloc)'" "$TMP/bindings" || true)
+echo "bindings of malloc/free/realloc/calloc to $lib: $n"
+[ "$n" -gt 0 ] || fail "no malloc binding to $lib (LD_DEBUG=bindings)"
+grep -qE "binding file $PY \[0\] to $lib \[0\]: normal symbol \`malloc'" "$TMP/bindings" ||
+  fail "python3's own malloc does not bind to $lib"
+out=$("$prefix/bin/lithe" stats "$PY" -c "$code" 2>"$TMP/err") || fail "lithe stats python3 exited $?"
+[ "$out" = "$want" ] || fail "python printed '$out' under lithe stats"
+grep -A20 "lithe stats (pid" "$TMP/err" || fail "no lithe statistics on stderr: $(head -5 "$TMP/err")"
+spans=$(awk '/small spans/ { print $NF; exit }' "$TMP/err")
+[ "${spans:-0}" -gt 0 ] || fail "lithe counted no small spans for python ('${spans:-}')"
+# coreutils close stderr in an atexit handler, before lithe's report at exit:
+# the report must still come (it goes to a copy of stderr taken at load)
+"$prefix/bin/lithe" stats ls / >/dev/null 2>"$TMP/err-ls" || fail "lithe stats ls exited $?"
+grep -q "lithe stats (pid" "$TMP/err-ls" || fail "no lithe statistics from ls (it closes stderr at exit)"
+echo "ok: statistics of ls, which closes stderr at exit"
+echo "install_launcher: OK (python3 served by $lib, $spans small spans live at exit)"
