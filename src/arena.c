@@ -41,6 +41,7 @@ size_t pages_arena_count(void) { return narenas; }
 /* Committed bytes that hold no resident page: clean free runs, and the
  * committed space above each arena's bump pointer.  Caller holds the lock. */
 size_t pages_purged_bytes(void) {
+  lt_assert_held(&pages_lock);
   size_t n = clean_bytes;
   for (arena_t *a = arenas; a; a = a->next) n += (size_t)(a->commit_top - a->bump);
   return n;
@@ -50,6 +51,11 @@ static inline unsigned bin_of(size_t npages) { return npages < NBINS ? (unsigned
 static inline size_t npages_of(const span_t *s) { return s->bytes >> PAGE_SHIFT; }
 
 static void bin_insert(span_t *s) {
+  lt_assert_held(&pages_lock);
+  lt_assert_v(s->kind == SPAN_FREE, s->kind);
+  lt_assert_v(s->bytes && s->bytes % PAGE_SIZE == 0, s->bytes);
+  lt_assert_v(s->start >= s->arena->base && s->start + s->bytes <= s->arena->bump,
+              (uintptr_t)s->start);
   unsigned b = bin_of(npages_of(s));
   list_push_front(&bins[b], s);
   bin_bits |= 1ull << b;
@@ -59,6 +65,11 @@ static void bin_insert(span_t *s) {
 }
 
 static void bin_remove(span_t *s) {
+  lt_assert_held(&pages_lock);
+  lt_assert_v(s->kind == SPAN_FREE, s->kind);
+  /* the byte counters never underflow */
+  if (s->dirty) lt_assert_cmp(dirty_bytes, >=, s->bytes);
+  else lt_assert_cmp(clean_bytes, >=, s->bytes);
   unsigned b = bin_of(npages_of(s));
   list_remove(&bins[b], s);
   if (!bins[b].first) bin_bits &= ~(1ull << b);
@@ -209,6 +220,7 @@ static size_t purge_runs(uint64_t now, bool force, size_t keep) {
       if (s->dirty && (force || (delay >= 0 && now - s->freed_ms >= (uint64_t)delay) ||
                        dirty_bytes > keep)) {
         if (!os_purge(s->start, s->bytes)) continue; /* stays dirty */
+        lt_assert_cmp(dirty_bytes, >=, s->bytes);
         s->dirty = 0;
         dirty_bytes -= s->bytes;
         clean_bytes += s->bytes;
@@ -245,6 +257,9 @@ span_t *pages_alloc(size_t npages, size_t align) {
   if (s->bytes > (npages << PAGE_SHIFT) && !split_tail(s, npages << PAGE_SHIFT)) goto fail;
   pagemap_set(s->start, npages, s);
   in_use_bytes += s->bytes;
+  /* the pagemap maps every page of the run to it */
+  lt_assert(pagemap_lookup(s->start) == s && pagemap_lookup(s->start + s->bytes - PAGE_SIZE) == s);
+  lt_assert_cmp(s->bytes, ==, npages << PAGE_SHIFT);
   pthread_mutex_unlock(&pages_lock);
   return s;
 fail:
@@ -260,6 +275,8 @@ void pages_free(span_t *s) {
   s->owner = NULL;
   s->free = NULL;
   atomic_store_explicit(&s->thread_free, 0, memory_order_relaxed);
+  lt_assert_cmp(in_use_bytes, >=, s->bytes);
+  lt_assert(pagemap_lookup(s->start) == s);
   in_use_bytes -= s->bytes;
   insert_coalesced(s);
   maybe_purge();
@@ -278,6 +295,7 @@ bool pages_try_resize(span_t *s, size_t npages) {
     s->dirty = 1; /* the tail held the object's bytes */
     s->freed_ms = os_now_ms();
     ok = want == s->bytes || split_tail(s, want);
+    if (ok) lt_assert_cmp(in_use_bytes, >=, old_bytes - s->bytes);
     if (ok) in_use_bytes -= old_bytes - s->bytes;
   } else {
     size_t need = want - s->bytes;

@@ -16,6 +16,7 @@ static inline void *malloc_inline(size_t n) {
     span_t *s = h->current[class_lut[(n + 15) >> 4]];
     block_t *b = s->free;
     if (likely(b != NULL)) {
+      lt_assert_block(s, b); /* a corrupted free list stops here (Debug) */
       s->free = b->next;
       s->used++;
       b->next = NULL; /* a block handed out holds no heap address */

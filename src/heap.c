@@ -47,7 +47,7 @@ static _Atomic int atfork_registered;
  * rounds and leak; such late allocations use this shared heap, under a
  * lock, instead.  Nobody owns it, so all frees into it are remote. */
 static heap_t fallback_heap = {.current = {EMPTY_ROW(&lithe_empty_span)}};
-static pthread_mutex_t fallback_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t fallback_lock = PTHREAD_MUTEX_INITIALIZER; /* not static: debug.c ranks it */
 static __thread bool tls_heap_gone __attribute__((tls_model("initial-exec")));
 
 static inline void cpu_relax(void) {
@@ -89,6 +89,8 @@ static inline void set_current(heap_t *h, unsigned cls) {
 #define FULL_REFILL_DIV 16
 #endif
 static inline void mark_full_list(heap_t *h, span_t *s) {
+  lt_assert(!s->full);
+  lt_assert_cmp(s->used, <=, s->capacity);
   int32_t refill = (int32_t)(s->capacity / FULL_REFILL_DIV);
   s->full = 1;
   s->free_trigger = (int32_t)s->used - (refill > 0 ? refill : 1);
@@ -103,6 +105,8 @@ static inline void unmark_full_list(heap_t *h, span_t *s) {
 
 static inline void *span_pop(span_t *s) {
   block_t *b = s->free;
+  lt_assert_block(s, b);
+  lt_assert_cmp(s->used, <, s->capacity);
   s->free = b->next;
   s->used++;
   b->next = NULL; /* as malloc_inline: no free-list link left behind */
@@ -150,11 +154,15 @@ static _Atomic size_t spans_small_live; /* spans holding small objects */
 
 /* An empty small span goes back to the page heap. */
 static void span_to_pages(span_t *s) {
+  lt_assert_cmp(s->used, ==, 0u);
+  lt_assert_v(s->kind == SPAN_SMALL, s->kind);
   atomic_fetch_sub_explicit(&spans_small_live, 1, memory_order_relaxed);
   pages_free(s);
 }
 
 static void span_release(heap_t *h, span_t *s) {
+  lt_assert_cmp(s->used, ==, 0u);
+  lt_assert(atomic_load_explicit(&s->owner, memory_order_relaxed) == h);
   if (h->ncache < HEAP_SPAN_CACHE) {
     h->cache[h->ncache++] = s;
     return;
@@ -290,6 +298,8 @@ void *heap_malloc_generic(heap_t *h, size_t size) {
 /* The owner freed into s and s is now empty, or s was filed as full. */
 void heap_free_local_slow(heap_t *h, span_t *s) {
   unsigned cls = s->cls;
+  lt_assert(atomic_load_explicit(&s->owner, memory_order_relaxed) == h);
+  lt_assert_cmp(s->used, <=, s->capacity);
   if (s->full) {
     /* Take it back from the full list unless a remote free is already
      * notifying us about it (then heap_drain_remote will). */
@@ -313,6 +323,8 @@ void heap_free_remote(span_t *s, block_t *b) {
   uintptr_t state;
   for (;;) {
     state = tf & TF_MASK;
+    lt_assert_cmp(TF_COUNT(tf), <, s->capacity);
+    lt_assert_v(state != TF_MASK, tf);
     b->next = TF_PTR(tf);
     uintptr_t nw = (uintptr_t)b | ((uintptr_t)(TF_COUNT(tf) + 1) << TF_COUNT_SHIFT) |
                    (state == TF_NOTIFY ? TF_NOTIFYING : state);

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "lithe.h"
+#include "debug.h"   /* lt_assert*: checked invariants of a Debug build */
 
 #define LITHE_API   __attribute__((visibility("default")))
 #define INTERNAL    __attribute__((visibility("hidden")))

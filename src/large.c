@@ -69,6 +69,8 @@ void large_free(span_t *s) {
     span_desc_free(s);
     return;
   }
+  lt_assert_v(s->kind == SPAN_LARGE, s->kind);
+  lt_assert(atomic_load_explicit(&large_live, memory_order_relaxed) > 0);
   atomic_fetch_sub_explicit(&large_live, 1, memory_order_relaxed);
   pages_free(s);
 }

@@ -15,6 +15,7 @@ static char *meta_cur, *meta_end;
 static span_t *span_free_list;
 
 static void *meta_alloc_locked(size_t size) {
+  lt_assert_held(&meta_lock);
   size = align_up(size, 64); /* cache-line aligned: no false sharing */
   if ((size_t)(meta_end - meta_cur) < size) {
     size_t chunk = size > META_CHUNK ? align_up(size, META_CHUNK) : META_CHUNK;
@@ -49,6 +50,7 @@ span_t *span_desc_alloc(void) {
 }
 
 void span_desc_free(span_t *s) {
+  lt_assert_v(s->kind != SPAN_DEAD, (uintptr_t)s); /* freed twice */
   s->kind = SPAN_DEAD;
   s->bytes = 0; /* stale lookups see an empty range */
   pthread_mutex_lock(&meta_lock);

@@ -55,6 +55,7 @@ void pagemap_set(const void *p, size_t npages, span_t *s) {
   uintptr_t page = (uintptr_t)p >> PAGE_SHIFT;
   for (size_t i = 0; i < npages; i++, page++) {
     span_t **l2 = atomic_load_explicit(&pagemap_l1[page >> (L1_SHIFT - PAGE_SHIFT)], memory_order_relaxed);
+    lt_assert_v(l2 != NULL, page << PAGE_SHIFT); /* pagemap_ensure first */
     l2[page & (L2_COUNT - 1)] = s;
   }
 }

@@ -26,7 +26,11 @@ void sizeclass_init(void) {
     if (first < SPAN_FIRST_BYTES) first = SPAN_FIRST_BYTES;
     if (first > class_span_bytes[c]) first = class_span_bytes[c];
     class_first_span_bytes[c] = (uint32_t)first;
+    /* block counts fit the remote-free count bits (debug.c) */
+    lt_assert_cmp((uint64_t)span / class_size[c], <, (uint64_t)1 << (64 - TF_COUNT_SHIFT));
+    lt_assert_cmp(class_size[c], >, class_size[c - 1]);
   }
+  lt_assert_cmp((size_t)class_size[NCLASSES - 1], ==, SMALL_MAX);
   /* size 0 gets the 16-byte class: malloc(0) returns a unique pointer */
   for (unsigned i = 0; i <= LUT_MAX / 16; i++) {
     size_t n = i == 0 ? 1 : (size_t)i * 16;

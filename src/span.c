@@ -9,6 +9,11 @@
 
 void span_init_small(span_t *s, unsigned cls) {
   uint32_t size = class_size[cls];
+  lt_assert_cmp(cls, <, (unsigned)NCLASSES);
+  lt_assert_v(cls > 0 && size >= 16, cls);
+  lt_assert_cmp(s->bytes, >=, (size_t)size);
+  lt_assert_cmp(s->bytes, <, (size_t)1 << 32); /* the divisibility test */
+  lt_assert_v(((uintptr_t)s->start & (PAGE_SIZE - 1)) == 0, (uintptr_t)s->start);
   s->kind = SPAN_SMALL;
   s->cls = (uint8_t)cls;
   s->block_size = size;
@@ -24,6 +29,7 @@ void span_init_small(span_t *s, unsigned cls) {
   s->bump_end = s->start + (size_t)s->capacity * size;
   atomic_store_explicit(&s->thread_free, 0, memory_order_relaxed);
   atomic_store_explicit(&s->remote_next, NULL, memory_order_relaxed);
+  lt_assert_cmp((uint64_t)s->capacity, <, (uint64_t)1 << (64 - TF_COUNT_SHIFT));
 }
 
 /* Carve the next slice of never-used blocks onto the free list. */
@@ -46,6 +52,7 @@ bool span_extend(span_t *s) {
   }
   s->free = head;
   s->bump = p + n * size;
+  lt_assert_cmp(s->bump, <=, s->bump_end);
   return true;
 }
 
@@ -58,6 +65,9 @@ uint32_t span_collect_remote(span_t *s) {
                                                   memory_order_acquire, memory_order_relaxed));
   block_t *list = TF_PTR(tf);
   uint32_t n = TF_COUNT(tf);
+  /* every remote free was of a block handed out: at most `used` of them */
+  lt_assert_cmp(n, <=, s->used);
+  lt_assert_block(s, list);
   if (s->free) { /* rare: the malloc slow path collects only when empty */
     block_t *tail = list;
     while (tail->next) tail = tail->next;

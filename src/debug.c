@@ -1,0 +1,188 @@
+/* debug.c — what debug.h's checks need at run time (the assertion report,
+ * the lock-rank bookkeeping of a Debug build), and the compile-time checks
+ * of what lithe's data layout relies on.  The _Static_asserts hold in every
+ * build; the rest compiles to nothing without LITHE_DEBUG but the report. */
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include "internal.h"
+
+/* ---- layout the code relies on ------------------------------------------ */
+
+/* The remote-free word (span_t.thread_free) packs a block address below
+ * TF_COUNT_SHIFT, the count of blocks on the list above it and the notify
+ * state in the low bits (blocks are 16-byte aligned). */
+_Static_assert(TF_COUNT_SHIFT >= ADDR_BITS, "remote-free count bits overlap the address bits");
+_Static_assert(TF_MASK < 16, "notify state bits must fit under a block's 16-byte alignment");
+/* The most blocks a span holds: a 64 KiB span of the 16-byte class.  (Spans
+ * of bigger classes are bigger but hold 4..7 blocks; sizeclass_init checks
+ * every class at run time in a Debug build.) */
+_Static_assert(SPAN_SMALL_BYTES / 16 < ((uint64_t)1 << (64 - TF_COUNT_SHIFT)),
+               "a span's block count must fit the remote-free count bits");
+/* Class indices live in uint8_t (span_t.cls, class_lut). */
+_Static_assert(NCLASSES <= 256, "class index must fit uint8_t");
+/* sizeof(block_t): a free block holds its link and the free key, so the
+ * smallest class must hold both. */
+_Static_assert(sizeof(block_t) == 2 * sizeof(void *), "block_t is link + key");
+_Static_assert(sizeof(block_t) <= 16, "the 16-byte class must hold a block_t");
+/* What free() validates with is read-mostly and in exactly one cache line:
+ * a remote free reads it while the owner writes its own line. */
+_Static_assert(offsetof(span_t, start) == 0, "span_t's read-mostly line starts the struct");
+_Static_assert(offsetof(span_t, bump) + sizeof(char *) <= CACHE_LINE,
+               "span_t's read-mostly fields must fit one cache line");
+_Static_assert(offsetof(span_t, free) == CACHE_LINE, "owner-written fields start line 2");
+_Static_assert(offsetof(span_t, thread_free) == 2 * CACHE_LINE, "remote-written fields start line 3");
+/* Lemire's divisibility test (small_block_start) is exact for offsets below
+ * 2^32: the biggest small span is the power of two holding 4 blocks of the
+ * biggest class, 8 * SMALL_MAX at most. */
+_Static_assert(8 * SMALL_MAX < ((uint64_t)1 << 32), "span offsets must stay below 2^32");
+/* The pagemap covers the whole address space it claims. */
+_Static_assert((uint64_t)L1_COUNT * L2_COUNT * PAGE_SIZE == (uint64_t)1 << ADDR_BITS,
+               "pagemap levels must cover ADDR_BITS");
+_Static_assert(ALLOC_MAX < ((uint64_t)1 << ADDR_BITS), "ALLOC_MAX must be below the address space");
+/* A span's pages are whole lithe pages; the class lookup table's entries
+ * step by 16 bytes. */
+_Static_assert(SPAN_SMALL_BYTES % PAGE_SIZE == 0 && SPAN_FIRST_BYTES % PAGE_SIZE == 0,
+               "spans are whole pages");
+_Static_assert(LUT_MAX % 16 == 0 && LUT_MAX <= SMALL_MAX, "class_lut steps by 16 up to LUT_MAX");
+_Static_assert((ARENA_MIN & (ARENA_MIN - 1)) == 0 && ARENA_MIN >= 4 * SMALL_MAX,
+               "arenas are powers of two that hold the biggest small span");
+
+/* ---- assertion report ---------------------------------------------------- */
+
+static size_t put(char *buf, size_t len, size_t cap, const char *s) {
+  while (s && *s && len + 1 < cap) buf[len++] = *s++;
+  return len;
+}
+
+static size_t put_value(char *buf, size_t len, size_t cap, const char *name, uint64_t v, int sgn) {
+  char num[32];
+  len = put(buf, len, cap, name);
+  len = put(buf, len, cap, " = ");
+  if (sgn && (int64_t)v < 0) {
+    num[0] = '-';
+    fmt_dec(num + 1, (uint64_t)0 - v);
+  } else if (v > 0xffff) {
+    fmt_hex(num, (uintptr_t)v); /* addresses and masks read better in hex */
+  } else {
+    fmt_dec(num, v);
+  }
+  return put(buf, len, cap, num);
+}
+
+void lithe_assert_fail(const char *expr, const char *file, int line, const char *func,
+                       const char *na, uint64_t va, int sa, const char *nb, uint64_t vb, int sb) {
+  char buf[512], num[24];
+  size_t len = 0, cap = sizeof buf;
+  len = put(buf, len, cap, "lithe: assertion failed: ");
+  len = put(buf, len, cap, expr);
+  if (na) {
+    len = put(buf, len, cap, " [");
+    len = put_value(buf, len, cap, na, va, sa);
+    if (nb) {
+      len = put(buf, len, cap, ", ");
+      len = put_value(buf, len, cap, nb, vb, sb);
+    }
+    len = put(buf, len, cap, "]");
+  }
+  len = put(buf, len, cap, " at ");
+  len = put(buf, len, cap, file);
+  len = put(buf, len, cap, ":");
+  fmt_dec(num, (uint64_t)(line > 0 ? line : 0));
+  len = put(buf, len, cap, num);
+  len = put(buf, len, cap, " in ");
+  len = put(buf, len, cap, func);
+  len = put(buf, len, cap, "\n");
+  for (size_t off = 0; off < len;) {
+    ssize_t w = write(STDERR_FILENO, buf + off, len - off);
+    if (w <= 0) break;
+    off += (size_t)w;
+  }
+  abort();
+}
+
+/* ---- lock ranks (Debug build) -------------------------------------------- */
+#if LITHE_DEBUG
+#undef pthread_mutex_lock
+#undef pthread_mutex_unlock
+#undef pthread_mutex_init
+
+extern pthread_mutex_t heaps_lock, abandoned_lock, pagemap_lock, meta_lock, fallback_lock;
+
+#define MAX_HELD 16u
+static __thread pthread_mutex_t *held[MAX_HELD] __attribute__((tls_model("initial-exec")));
+static __thread unsigned nheld __attribute__((tls_model("initial-exec")));
+
+/* Locks other layers add may register a rank here (before first use). */
+#define MAX_EXTRA 8u
+static struct { pthread_mutex_t *m; enum lock_rank r; } extra[MAX_EXTRA];
+static _Atomic unsigned nextra;
+
+void lithe_debug_lock_rank(pthread_mutex_t *m, enum lock_rank r) {
+  unsigned i = atomic_fetch_add(&nextra, 1);
+  lt_assert_cmp(i, <, MAX_EXTRA);
+  extra[i].m = m;
+  extra[i].r = r;
+}
+
+static enum lock_rank rank_of(const pthread_mutex_t *m) {
+  if (m == &fallback_lock) return RANK_FALLBACK;
+  if (m == &heaps_lock) return RANK_HEAPS;
+  if (m == &abandoned_lock) return RANK_ABANDONED;
+  if (m == &pages_lock) return RANK_PAGES;
+  if (m == &pagemap_lock) return RANK_PAGEMAP;
+  if (m == &meta_lock) return RANK_META;
+  unsigned n = atomic_load(&nextra);
+  for (unsigned i = 0; i < n && i < MAX_EXTRA; i++)
+    if (extra[i].m == m) return extra[i].r;
+  return RANK_NONE;
+}
+
+int lithe_debug_holds(const pthread_mutex_t *m) {
+  for (unsigned i = 0; i < nheld; i++)
+    if (held[i] == m) return 1;
+  return 0;
+}
+
+static void forget(pthread_mutex_t *m) {
+  for (unsigned i = nheld; i-- > 0;)
+    if (held[i] == m) {
+      held[i] = held[--nheld];
+      return;
+    }
+}
+
+int lithe_debug_lock(pthread_mutex_t *m, const char *file, int line) {
+  enum lock_rank r = rank_of(m);
+  for (unsigned i = 0; i < nheld; i++) {
+    if (held[i] == m) lithe_assert_fail("lock not already held by this thread (self-deadlock)",
+                                        file, line, "pthread_mutex_lock", "lock", (uintptr_t)m, 0,
+                                        NULL, 0, 0);
+    enum lock_rank hr = rank_of(held[i]);
+    if (r != RANK_NONE && hr != RANK_NONE && hr >= r)
+      lithe_assert_fail("lock rank: every held lock ranks below the one taken", file, line,
+                        "pthread_mutex_lock", "rank taken", r, 0, "rank held", hr, 0);
+  }
+  int rc = pthread_mutex_lock(m);
+  lt_assert_v(rc == 0, rc);
+  lt_assert_cmp(nheld, <, MAX_HELD);
+  held[nheld++] = m;
+  return rc;
+}
+
+int lithe_debug_unlock(pthread_mutex_t *m, const char *file, int line) {
+  if (!lithe_debug_holds(m))
+    lithe_assert_fail("unlock of a lock this thread holds", file, line, "pthread_mutex_unlock",
+                      "lock", (uintptr_t)m, 0, NULL, 0, 0);
+  forget(m);
+  return pthread_mutex_unlock(m);
+}
+
+/* heap_fork_child re-initialises the locks heap_fork_prepare took: in the
+ * child they are no longer held. */
+int lithe_debug_lock_init(pthread_mutex_t *m) {
+  forget(m);
+  return pthread_mutex_init(m, NULL);
+}
+#endif

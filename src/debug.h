@@ -1,0 +1,100 @@
+/* debug.h — lithe's checked invariants.
+ *
+ * A Debug build (cmake -DCMAKE_BUILD_TYPE=Debug, which defines
+ * LITHE_DEBUG=1; `make debug` builds one in build-debug/) turns on:
+ *   lt_assert(e)             e must hold;
+ *   lt_assert_cmp(a, OP, b)  a OP b must hold; a failure prints both values;
+ *   lt_assert_v(e, v)        e must hold; a failure prints v;
+ *   lt_assert_held(&lock)    this thread holds the lock;
+ * and a lock-rank check on every pthread_mutex_lock in src/: a thread may
+ * take a lock only while holding locks of lower rank (the order below), so
+ * an inversion is reported the first time it happens, not when it
+ * deadlocks.  A failure writes (write(2) only, no allocation, like Go's
+ * throw) "lithe: assertion failed: EXPR [a = V, b = W] at FILE:LINE in
+ * FUNC" and aborts.  In a Release build every macro compiles to nothing:
+ * the expression is not evaluated (only sizeof'ed, so it still has to
+ * compile) and the locks are plain pthread calls. */
+#ifndef LITHE_DEBUG_H
+#define LITHE_DEBUG_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#ifndef LITHE_DEBUG
+#define LITHE_DEBUG 0
+#endif
+
+__attribute__((noreturn, cold)) void lithe_assert_fail(const char *expr, const char *file, int line,
+                                                        const char *func, const char *na, uint64_t va,
+                                                        int sa, const char *nb, uint64_t vb, int sb)
+    __attribute__((visibility("hidden")));
+
+/* is the type of x signed?  (prints -1 as -1, not 18446744073709551615) */
+#define LT__SIGNED(x) ((__typeof__(x))-1 < (__typeof__(x))1)
+
+#if LITHE_DEBUG
+#define lt_assert(e)                                                                   \
+  (__builtin_expect(!!(e), 1) ? (void)0                                                \
+                              : lithe_assert_fail(#e, __FILE__, __LINE__, __func__, \
+                                                  NULL, 0, 0, NULL, 0, 0))
+#define lt_assert_v(e, v)                                                                   \
+  do {                                                                                      \
+    if (__builtin_expect(!(e), 0)) {                                                        \
+      __typeof__(v) lt_v_ = (v);                                                            \
+      lithe_assert_fail(#e, __FILE__, __LINE__, __func__, #v, (uint64_t)lt_v_,             \
+                        LT__SIGNED(lt_v_), NULL, 0, 0);                                     \
+    }                                                                                       \
+  } while (0)
+#define lt_assert_cmp(a, op, b)                                                             \
+  do {                                                                                      \
+    __typeof__(a) lt_a_ = (a);                                                              \
+    __typeof__(b) lt_b_ = (b);                                                              \
+    if (__builtin_expect(!(lt_a_ op lt_b_), 0))                                             \
+      lithe_assert_fail(#a " " #op " " #b, __FILE__, __LINE__, __func__, #a,               \
+                        (uint64_t)lt_a_, LT__SIGNED(lt_a_), #b, (uint64_t)lt_b_,            \
+                        LT__SIGNED(lt_b_));                                                 \
+  } while (0)
+
+/* lock ranks: a lock may be taken only while every lock held ranks lower.
+ * The order is the one the code nests them in (and heap_fork_prepare takes
+ * them in).  Locks not listed in debug.c's table are tracked as held but
+ * not ordered. */
+enum lock_rank {
+  RANK_NONE = 0,
+  RANK_FALLBACK = 1, /* heap.c fallback_lock: around a whole malloc    */
+  RANK_HEAPS,        /* heap.c heaps_lock: heap pool                   */
+  RANK_ABANDONED,    /* heap.c abandoned_lock: -> pages_free           */
+  RANK_PAGES,        /* arena.c pages_lock: -> arena_new, descriptors  */
+  RANK_PAGEMAP,      /* pagemap.c pagemap_lock: -> meta_alloc          */
+  RANK_META,         /* meta.c meta_lock: -> os_map only               */
+};
+int lithe_debug_lock(pthread_mutex_t *m, const char *file, int line) __attribute__((visibility("hidden")));
+int lithe_debug_unlock(pthread_mutex_t *m, const char *file, int line) __attribute__((visibility("hidden")));
+int lithe_debug_lock_init(pthread_mutex_t *m) __attribute__((visibility("hidden")));
+int lithe_debug_holds(const pthread_mutex_t *m) __attribute__((visibility("hidden")));
+void lithe_debug_lock_rank(pthread_mutex_t *m, enum lock_rank r) __attribute__((visibility("hidden")));
+#define lt_assert_held(m) lt_assert(lithe_debug_holds(m))
+/* b is a block of small span s that has been handed out or carved: inside
+ * [start, bump) at a multiple of the block size (checked with %, not with
+ * the division magic the fast path uses, so this cross-checks it). */
+#define lt_assert_block(s, b)                                                             \
+  do {                                                                                    \
+    if (__builtin_expect(!((char *)(b) >= (s)->start && (char *)(b) < (s)->bump &&     \
+                           (size_t)((char *)(b) - (s)->start) % (s)->block_size == 0), 0)) \
+      lithe_assert_fail("block inside its span, at a block start", __FILE__, __LINE__,  \
+                        __func__, "block", (uintptr_t)(b), 0, "span", (uintptr_t)(s)->start, 0); \
+  } while (0)
+/* every lock/unlock in src/ goes through the rank check (pthread.h has
+ * been included above, so its own declarations are not renamed) */
+#define pthread_mutex_lock(m)   lithe_debug_lock((m), __FILE__, __LINE__)
+#define pthread_mutex_unlock(m) lithe_debug_unlock((m), __FILE__, __LINE__)
+#define pthread_mutex_init(m, a) ((void)(a), lithe_debug_lock_init(m))
+#else
+#define lt_assert(e)            ((void)sizeof(!(e)))
+#define lt_assert_v(e, v)       ((void)sizeof(!(e)), (void)sizeof(v))
+#define lt_assert_cmp(a, op, b) ((void)sizeof((a)op(b)))
+#define lt_assert_held(m)       ((void)sizeof(m))
+#define lt_assert_block(s, b)   ((void)sizeof(s), (void)sizeof(b))
+#endif
+
+#endif
