@@ -6,21 +6,34 @@
 #               man pages, the `lithe` launcher and lithe-bench (cmake --install underneath)
 #   make uninstall  remove what the last make install put there (its manifest)
 #   make deb    build/deb/liblithe0_*.deb and liblithe-dev_*.deb (dpkg-deb)
+#   make debug  build-debug/: lithe with its assertions and lock-rank checks
+#               (CMAKE_BUILD_TYPE=Debug); `make test` runs the suite on it too
 BUILD ?= build
+DEBUG_BUILD ?= build-debug
 JOBS  ?= $(shell nproc 2>/dev/null || echo 2)
 PREFIX ?= /usr/local
 # the files make install wrote (with DESTDIR), for make uninstall; CMake's own
 # install_manifest.txt (without DESTDIR) is rewritten by every install, the tests' too
 MANIFEST = $(BUILD)/lithe-install-manifest.txt
 
-.PHONY: all test bench clean install uninstall deb
+.PHONY: all test bench clean install uninstall deb debug test-debug
 
 all:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
-test: all
+test: all debug
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	$(MAKE) --no-print-directory test-debug
+
+debug:
+	@cmake -S . -B $(DEBUG_BUILD) -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	@cmake --build $(DEBUG_BUILD) -j $(JOBS)
+
+# the whole suite against the Debug build, but the fuzzers (they build
+# lithe's sources themselves, with sanitizers, the same in both builds)
+test-debug: debug
+	cd $(DEBUG_BUILD) && ctest --output-on-failure -j $(JOBS) -LE fuzz
 
 bench: all
 	$(BUILD)/lithe-bench --out $(BUILD)/bench-report glibc jemalloc mimalloc tcmalloc lithe=$(BUILD)/liblithe.so
@@ -37,4 +50,4 @@ deb: all
 	bash packaging/deb.sh $(BUILD) $(BUILD)/deb
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(DEBUG_BUILD)
