@@ -31,9 +31,10 @@ debug:
 	@cmake --build $(DEBUG_BUILD) -j $(JOBS)
 
 # the whole suite against the Debug build, but the fuzzers (they build
-# lithe's sources themselves, with sanitizers, the same in both builds)
+# lithe's sources themselves, with sanitizers, the same in both builds) and
+# the packaging tests (they check a release install's file list)
 test-debug: debug
-	cd $(DEBUG_BUILD) && ctest --output-on-failure -j $(JOBS) -LE fuzz
+	cd $(DEBUG_BUILD) && ctest --output-on-failure -j $(JOBS) -LE 'fuzz|install'
 
 bench: all
 	$(BUILD)/lithe-bench --out $(BUILD)/bench-report glibc jemalloc mimalloc tcmalloc lithe=$(BUILD)/liblithe.so
