@@ -338,10 +338,21 @@ size_t pages_collect(bool force) {
       if (a->bump == a->base) continue;
       span_t *t = free_neighbour(a, a->bump - PAGE_SIZE, a->bump, true);
       if (!t) continue;
+      /* The bump comes down to the OS page boundary at or above the run's
+       * start, not below: only whole OS pages are decommitted, and what
+       * lies under the bump must have been zeroed (a carve from the bump
+       * is taken as never touched).  With OS pages above 8 KiB the piece
+       * of the run below that boundary stays a free run, dirty. */
+      char *top = (char *)align_up((uintptr_t)t->start, os_page_size());
+      if (top >= a->bump) continue;
       bin_remove(t);
-      a->bump = t->start;
-      span_desc_free(t);
-      char *top = (char *)align_up((uintptr_t)a->bump, os_page_size());
+      a->bump = top;
+      if (top > t->start) {
+        t->bytes = (size_t)(top - t->start);
+        bin_insert(t);
+      } else {
+        span_desc_free(t);
+      }
       if (a->commit_top > top) {
         os_decommit(top, (size_t)(a->commit_top - top));
         a->commit_top = top;
