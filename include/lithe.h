@@ -5,7 +5,8 @@
  *     -llithe; then malloc/free/new/delete and friends are lithe's;
  *   - beside the system allocator: call the lithe_ prefixed functions below.
  *
- * Environment options (read once, at the first allocation):
+ * Environment options (read once, at the first allocation; with secure_getenv,
+ * so a setuid / setgid program ignores them):
  *   LITHE_ARENA_SIZE=N[k|m|g]  bytes reserved per arena (power of two,
  *                              4 MiB .. 1 GiB; default 64 MiB)
  *   LITHE_PURGE_DELAY_MS=N     free pages are given back to the OS after this

@@ -36,13 +36,16 @@ static size_t parse_size(const char *v) {
   return (size_t)n;
 }
 
+/* secure_getenv: in a setuid / setgid or capability-raising program the
+ * options are not the caller's to set (LITHE_ON_ERROR=ignore would let
+ * them run on past a detected double free); they read as unset there. */
 void options_init(void) {
   const char *v;
-  lithe_opt.verbose = env_true(getenv("LITHE_VERBOSE"));
-  lithe_opt.show_stats = env_true(getenv("LITHE_SHOW_STATS"));
-  if ((v = getenv("LITHE_ON_ERROR")) != NULL)
+  lithe_opt.verbose = env_true(secure_getenv("LITHE_VERBOSE"));
+  lithe_opt.show_stats = env_true(secure_getenv("LITHE_SHOW_STATS"));
+  if ((v = secure_getenv("LITHE_ON_ERROR")) != NULL)
     lithe_opt.on_error_ignore = (strcmp(v, "ignore") == 0);
-  if ((v = getenv("LITHE_ARENA_SIZE")) != NULL) {
+  if ((v = secure_getenv("LITHE_ARENA_SIZE")) != NULL) {
     size_t n = parse_size(v);
     if (n >= ARENA_MIN && n <= ARENA_MAX && (n & (n - 1)) == 0)
       lithe_opt.arena_size = n;
@@ -50,7 +53,7 @@ void options_init(void) {
       lithe_warn("LITHE_ARENA_SIZE must be a power of two from 4m to 1g; using the default, bytes",
                  ARENA_DEFAULT);
   }
-  if ((v = getenv("LITHE_PURGE_DELAY_MS")) != NULL) lithe_opt.purge_delay_ms = strtol(v, NULL, 10);
+  if ((v = secure_getenv("LITHE_PURGE_DELAY_MS")) != NULL) lithe_opt.purge_delay_ms = strtol(v, NULL, 10);
 }
 
 /* ---- formatting without malloc ----------------------------------------- */
