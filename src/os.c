@@ -39,8 +39,12 @@ static inline void count_call(void) {
 }
 
 /* mmap `size` bytes aligned to `align` (a power of two >= OS page) with the
- * given protection; over-map and trim the ends.  *base_out/mapped_out, when
- * asked, get the exact mapping kept (which equals the result here). */
+ * given protection.  A plain mapping is often aligned already; if not, a
+ * second try asks for the aligned address just below it (the kernel maps
+ * top-down, so the space below is usually free); only then over-map by
+ * `align` and trim the ends.  The over-map needs size + align of address
+ * space for a moment: under `ulimit -v` the hint is what makes an aligned
+ * arena fit. */
 static void *map_aligned(size_t size, size_t align, int prot, int extra_flags) {
   int flags = MAP_PRIVATE | MAP_ANONYMOUS | extra_flags;
   size_t ps = os_page_size();
@@ -50,9 +54,16 @@ static void *map_aligned(size_t size, size_t align, int prot, int extra_flags) {
   void *p = mmap(NULL, size, prot, flags, -1, 0);
   if (p == MAP_FAILED) return NULL;
   if (((uintptr_t)p & (align - 1)) == 0) return p;
-  /* Misaligned: retry with room to trim. */
   count_call();
   munmap(p, size);
+  char *hint = (char *)((uintptr_t)p & ~(uintptr_t)(align - 1));
+  if (hint) {
+    count_call();
+    p = mmap(hint, size, prot, flags, -1, 0);
+    if (p == hint) return p;
+    if (p != MAP_FAILED) { count_call(); munmap(p, size); }
+  }
+  /* Misaligned: over-map with room to trim. */
   size_t over = size + align - ps;
   if (over < size) return NULL;
   count_call();
@@ -123,8 +134,23 @@ bool os_purge(void *p, size_t size) {
 void *os_map(size_t size, size_t align, size_t *mapped, void **base) {
   size_t ps = os_page_size();
   size = align_up(size, ps);
-  void *p = map_aligned(size, align, PROT_READ | PROT_WRITE, 0);
-  if (!p) return NULL;
+  void *p;
+  if (align <= ps) {
+    p = map_aligned(size, align, PROT_READ | PROT_WRITE, 0);
+    if (!p) return NULL;
+  } else {
+    /* Aligned: over-map PROT_NONE (not charged) and make only the kept
+     * part read/write; a read/write over-map would be charged size +
+     * align under strict overcommit (and count against RLIMIT_DATA). */
+    p = map_aligned(size, align, PROT_NONE, 0);
+    if (!p) return NULL;
+    count_call();
+    if (mprotect(p, size, PROT_READ | PROT_WRITE) != 0) {
+      count_call();
+      munmap(p, size);
+      return NULL;
+    }
+  }
   *mapped = size;
   *base = p;
   atomic_fetch_add_explicit(&os_stats.reserved, size, memory_order_relaxed);
