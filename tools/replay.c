@@ -3,6 +3,14 @@
  *
  *   lithe-replay TRACE[.xz] [--threads|--serial] [--runs N] [--no-warmup]
  *                [--format=gobench] [--quick] [--verify] [--verify-min-size N] [--info]
+ *                [--pause-ms MS] [--keep-leftovers]
+ *
+ * Memory at end (tools/memend.h): `unassisted-end-kB` after a pause longer
+ * than lithe's purge delay with nothing called, then `end-kB` after the
+ * allocator's own forcing release. --keep-leftovers: the last run does not
+ * free what the trace left live, so the end figures carry the program's
+ * leftovers (reported in bytes beside them) and show fragmentation around
+ * them.
  *
  * Replay rules (docs/trace-format.md, "Replay"):
  *  - default (--threads): one replay thread per recorded thread (recorded
@@ -42,6 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "memend.h"
 #include "trace-format.h"
 
 static const char *g_prog = "lithe-replay";
@@ -473,22 +482,6 @@ static struct memstat read_status(void) {
   return m;
 }
 
-static const char *scavenge(void) {
-  void *f;
-  if ((f = dlsym(RTLD_DEFAULT, "lithe_collect"))) { ((void (*)(bool))f)(true); return "lithe_collect"; }
-  if ((f = dlsym(RTLD_DEFAULT, "mi_collect"))) { ((void (*)(bool))f)(true); return "mi_collect"; }
-  if ((f = dlsym(RTLD_DEFAULT, "mallctl"))) {
-    ((int (*)(const char *, void *, size_t *, void *, size_t))f)("arena.4096.purge", NULL, NULL, NULL, 0);
-    return "mallctl arena.4096.purge";
-  }
-  if ((f = dlsym(RTLD_DEFAULT, "MallocExtension_ReleaseFreeMemory"))) {
-    ((void (*)(void))f)();
-    return "MallocExtension_ReleaseFreeMemory";
-  }
-  malloc_trim(0);
-  return "malloc_trim";
-}
-
 static long minflt(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
@@ -511,7 +504,8 @@ static uint64_t live_in_slots(struct trace *t, uint64_t min_size, uint64_t *objs
 static void usage(int rc) {
   fprintf(rc ? stderr : stdout,
           "usage: %s TRACE[.xz] [--threads|--serial] [--runs N] [--no-warmup] [--format=gobench]\n"
-          "       [--quick] [--verify] [--verify-min-size BYTES] [--info]\n"
+          "       [--quick] [--verify] [--verify-min-size BYTES] [--info] [--pause-ms MS]\n"
+          "       [--keep-leftovers]\n"
           "Replays a lithe allocation trace against this process's allocator (LD_PRELOAD).\n",
           g_prog);
   exit(rc);
@@ -535,6 +529,8 @@ static const char *trace_name(const char *path, char *buf, size_t cap) {
 
 int main(int argc, char **argv) {
   int runs = 8;
+  long pause_ms = -1;
+  bool keep_leftovers = false;
   bool gobench = false, quick = false, verify = false, info = false, serial = false, warmup = true;
   uint64_t min_size = 0;
   for (int i = 1; i < argc; i++) {
@@ -549,6 +545,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--threads") || !strcmp(a, "--use-thread-id")) serial = false;
     else if (!strcmp(a, "--serial")) serial = true;
     else if (!strcmp(a, "--no-warmup")) warmup = false;
+    else if (!strcmp(a, "--pause-ms") && i + 1 < argc) pause_ms = atol(argv[++i]);
+    else if (!strcmp(a, "--keep-leftovers")) keep_leftovers = true;
     else if (!strcmp(a, "-h") || !strcmp(a, "--help")) usage(0);
     else if (a[0] == '-') { fprintf(stderr, "%s: unknown option %s\n", g_prog, a); usage(2); }
     else if (!g_file) g_file = a;
@@ -558,6 +556,8 @@ int main(int argc, char **argv) {
   if (runs < 0) runs = 0;
   uint64_t limit = UINT64_MAX;
   if (quick) { runs = 1; warmup = false; limit = 200000; }
+  if (quick && pause_ms < 0) pause_ms = 100; /* quick mode: not for claims */
+  memend_init(); /* before the work: a failed dlsym allocates */
 
   struct blob b = load_file(g_file);
   if (b.n) { g_temps[g_ntemps].p = (void *)b.p; g_temps[g_ntemps].n = b.n; g_ntemps++; }
@@ -610,6 +610,7 @@ int main(int argc, char **argv) {
   double total_ns = 0;
   long faults = 0;
   uint64_t live_before_leftovers = 0, objs = 0, live_min = 0, objs_min = 0;
+  uint64_t kept_bytes = 0, kept_objs = 0;
   for (int run = 0; run < g_total_runs; run++) {
     bool timed = !(warmup && run == 0);
     memset(t->slots, 0, (t->nslots + 1) * sizeof(struct slot));
@@ -625,21 +626,36 @@ int main(int argc, char **argv) {
       live_min = live_in_slots(t, min_size, &objs_min);
     }
     double tb = now_ns();
-    free_leftovers(t);
+    bool last = run == g_total_runs - 1;
+    if (keep_leftovers && last) kept_bytes = live_in_slots(t, 0, &kept_objs);
+    else free_leftovers(t);
     double t1 = now_ns();
     if (timed) { total_ns += (ta - t0) + (t1 - tb); faults += minflt() - f0; }
   }
   for (unsigned i = 1; i < nth; i++)
     if (t->nops[i]) pthread_join(tids[i], NULL);
 
-  const char *scav = scavenge();
+  /* Memory at end, the same two ways as bench-mallocbench (tools/memend.h):
+     unassisted after a pause with nothing called, then after the
+     allocator's own forcing release. */
   struct memstat m = read_status();
   long peak = m.hwm - (m.rss_file > 0 ? m.rss_file : 0) - (m.rss_shmem > 0 ? m.rss_shmem : 0);
+  long pause = memend_pause_ms(pause_ms);
+  if (pause > 0) memend_pause(pause);
+  m = read_status();
+  long idle_end = m.rss_anon >= 0 ? m.rss_anon : m.rss - m.rss_file - m.rss_shmem;
+  const char *scav = memend_release();
+  m = read_status();
   long end = m.rss_anon >= 0 ? m.rss_anon : m.rss - m.rss_file - m.rss_shmem;
   double ns = runs ? total_ns / runs : 0;
   long fpr = runs ? faults / runs : 0;
 
-  printf("# scavenge: %s\n", scav);
+  printf("# scavenge: %s before end-kB; unassisted-end-kB after a %ld ms pause, no call\n", scav,
+         pause);
+  printf("# malloc: %s\n", memend_malloc_from());
+  if (keep_leftovers)
+    printf("# note: trace leftovers kept live: %" PRIu64 " bytes in %" PRIu64 " objects (%" PRIu64
+           " kB)\n", kept_bytes, kept_objs, kept_bytes / 1024);
   if (verify) {
     uint64_t done = 0, waits = 0;
     for (unsigned i = 0; i < nth; i++) { done += ctx[i].done; waits += ctx[i].waits; }
@@ -664,10 +680,12 @@ int main(int argc, char **argv) {
          t->bk_bytes / 1024);
   if (gobench) {
     if (runs > 0)
-      printf("Benchmarkreplay_%s %d %.0f ns/op %ld peak-kB %ld end-kB %ld faults\n", name, runs, ns,
-             peak, end, fpr);
+      printf("Benchmarkreplay_%s%s %d %.0f ns/op %ld peak-kB %ld end-kB %ld faults %ld "
+             "unassisted-end-kB\n", keep_leftovers ? "keep_" : "", name, runs, ns, peak, end, fpr,
+             idle_end);
     else
-      printf("Benchmarkreplay_%s 1 %ld peak-kB %ld end-kB\n", name, peak, end);
+      printf("Benchmarkreplay_%s%s 1 %ld peak-kB %ld end-kB %ld unassisted-end-kB\n",
+             keep_leftovers ? "keep_" : "", name, peak, end, idle_end);
   } else {
     printf("Running replay_%s [ not parallel ] [ %s ] [ heap: 0MB ] [ runs: %d ]...\n", name,
            serial ? "don't use-thread-id" : "use-thread-id", runs);
@@ -675,6 +693,7 @@ int main(int argc, char **argv) {
     else printf("Time:\tn/a\n");
     printf("Peak Memory:\t%ldkB\n", peak);
     printf("Memory at End:\t%ldkB\n", end);
+    printf("Memory at End (unassisted):\t%ldkB\n", idle_end);
     printf("Minor Faults:\t%ld per run\n", fpr);
   }
   if (quick) printf("# note: --quick: first %" PRIu64 " records, one run (not for claims)\n", t->nrec);

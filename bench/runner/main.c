@@ -49,11 +49,28 @@
 #define SLOW_FACTOR 20       /* default limit: 20x the slowest successful run so far... */
 #define MIN_TIMEOUT 30       /* ... but at least 30 s */
 
-static const char *mallocbench_names[] = {"churn",    "list_allocate",    "tree_allocate",
-                                          "tree_churn", "fragment",       "fragment_iterate",
-                                          "medium",   "big",              "message_one",
-                                          "message_many"};
-#define N_PARALLEL 8 /* the first eight also run with --parallel */
+/* The bench-mallocbench workloads of the default list: whether it also
+ * runs with --parallel, and the --scale the runner passes (1 = the
+ * reference's full work). The scaled ones would take 2-8 s per process
+ * per allocator at full size (stress_aligned 7.5 s under glibc on the
+ * 2-core development VM); scaled they take 0.2-1 s, which keeps `make
+ * bench` near its time budget. Their per-round sizes stay the reference's
+ * (stress: the 100 MiB heap, 5 MiB churns; only the number of churns
+ * shrinks). */
+static const struct {
+  const char *name;
+  int parallel;
+  const char *scale;
+} mallocbench_list[] = {
+    {"churn", 1, NULL},          {"list_allocate", 1, NULL},  {"tree_allocate", 1, NULL},
+    {"tree_churn", 1, NULL},     {"fragment", 1, NULL},       {"fragment_iterate", 1, NULL},
+    {"medium", 1, NULL},         {"big", 1, NULL},            {"message_one", 0, NULL},
+    {"message_many", 0, NULL},   {"list_traverse", 1, NULL},  {"tree_traverse", 1, NULL},
+    {"alloc_free", 0, NULL},     {"stress", 0, "0.1"},        {"stress_aligned", 0, "0.1"},
+    {"memalign", 0, "0.1"},      {"realloc", 0, NULL},        {"thread_churn", 0, "0.25"},
+    {"retention", 0, NULL},
+};
+#define N_MALLOCBENCH ((int)(sizeof mallocbench_list / sizeof *mallocbench_list))
 
 static char exe_dir[PATH_MAX];
 
@@ -79,6 +96,8 @@ static void usage(FILE *f) {
           "                     at least %d s, at most %d (--quick %d)\n"
           "  --report DIR       do not run: re-read DIR/results.tsv and write the report\n"
           "  --check            exit 1 unless every selected benchmark produced figures\n"
+          "  --aa               run the baseline twice, as BASE and BASE-again: an A/A\n"
+          "                     comparison; the report states the noise floor it measured\n"
           "  --list             print the benchmark list and exit\n",
           STARTUP_FACTOR, DEFAULT_RUNS, DEFAULT_BUDGET, DEFAULT_INNER_RUNS, DEFAULT_BENCHTIME, SLOW_FACTOR,
           MIN_TIMEOUT, DEFAULT_TIMEOUT, QUICK_TIMEOUT);
@@ -93,14 +112,20 @@ static int is_exec(const char *p) { return file_exists(p) && access(p, X_OK) == 
 
 /* ---- allocators ------------------------------------------------------- */
 
+/* Peers by name: the first file found wins. mimalloc 3 before 2 (both
+ * sonames exist in Debian-family releases); `tcmalloc` takes gperftools'
+ * minimal library first (what .ci/setup installs: no heap profiler, no
+ * libunwind), then the full one; the report says which (tcmalloc_variant). */
 static const struct {
   const char *name;
-  const char *files[3];
+  const char *files[4];
   const char *package;
 } peers[] = {
     {"jemalloc", {"libjemalloc.so.2", "libjemalloc.so", NULL}, "libjemalloc2"},
-    {"mimalloc", {"libmimalloc.so.2", "libmimalloc.so", NULL}, "libmimalloc2.0"},
+    {"mimalloc", {"libmimalloc.so.3", "libmimalloc.so.2", "libmimalloc.so", NULL}, "libmimalloc2.0"},
     {"tcmalloc", {"libtcmalloc_minimal.so.4", "libtcmalloc.so.4", NULL}, "libtcmalloc-minimal4"},
+    {"tcmalloc-minimal", {"libtcmalloc_minimal.so.4", NULL}, "libtcmalloc-minimal4"},
+    {"tcmalloc-full", {"libtcmalloc.so.4", NULL}, "libgoogle-perftools4"},
 };
 
 static const char *lib_dirs[] = {
@@ -108,6 +133,40 @@ static const char *lib_dirs[] = {
     "/lib/aarch64-linux-gnu",    "/usr/lib/riscv64-linux-gnu", "/usr/lib/powerpc64le-linux-gnu",
     "/usr/lib/s390x-linux-gnu",  "/usr/lib/i386-linux-gnu",    "/usr/lib64",
     "/usr/lib",                  "/usr/local/lib",             NULL};
+
+/* the first line a shell command prints, or "" */
+static void cmd_line(const char *cmd, char *out, size_t n) {
+  out[0] = 0;
+  FILE *p = popen(cmd, "r");
+  if (!p) return;
+  if (fgets(out, (int)n, p)) out[strcspn(out, "\n")] = 0;
+  while (fgetc(p) != EOF) {
+  }
+  pclose(p);
+}
+
+/* "libjemalloc2 5.3.0-1" for a library a Debian package owns (dpkg-query),
+ * plus which tcmalloc it is; NULL when no package owns it */
+static char *package_of(const char *lib) {
+  char cmd[PATH_MAX * 2 + 128], pkg[256], ver[256], real[PATH_MAX];
+  const char *tries[2] = {lib, realpath(lib, real) ? real : lib};
+  pkg[0] = 0;
+  for (int i = 0; i < 2 && !pkg[0]; i++) {
+    snprintf(cmd, sizeof cmd, "dpkg-query -S '%s' 2>/dev/null", tries[i]);
+    cmd_line(cmd, pkg, sizeof pkg);
+  }
+  const char *variant = strstr(lib, "tcmalloc_minimal") ? " (tcmalloc-minimal: no heap profiler)"
+                        : strstr(lib, "libtcmalloc.so")  ? " (full tcmalloc, gperftools)"
+                                                         : "";
+  char *colon = strstr(pkg, ": ");
+  if (!pkg[0] || !colon) return *variant ? xstrdup(variant + 1) : NULL;
+  *colon = 0; /* "libjemalloc2:amd64" */
+  snprintf(cmd, sizeof cmd, "dpkg-query -W -f='${Version}' '%s' 2>/dev/null", pkg);
+  cmd_line(cmd, ver, sizeof ver);
+  char *arch = strchr(pkg, ':');
+  if (arch) *arch = 0;
+  return xasprintf("%s %s%s", pkg, ver[0] ? ver : "?", variant);
+}
 
 static allocator resolve_allocator(const char *arg) {
   allocator a = {0};
@@ -175,6 +234,8 @@ static allocator resolve_allocator(const char *arg) {
         }
       }
     a.why = xasprintf("not installed — apt-get install %s", peers[i].package);
+    if (!strcmp(arg, "mimalloc"))
+      a.why = xstrdup("not installed — apt-get install libmimalloc2.0 (or libmimalloc3)");
     return a;
   }
   a.why = xstrdup("unknown allocator name (give NAME=/path/to/lib.so)");
@@ -219,14 +280,18 @@ static void build_jobs(results *r, const list_opts *o) {
   char inner[32];
   snprintf(inner, sizeof inner, "%d", o->inner_runs);
   for (int par = 0; par < 2; par++) {
-    int n = par ? N_PARALLEL : (int)(sizeof mallocbench_names / sizeof *mallocbench_names);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < N_MALLOCBENCH; i++) {
+      if (par && !mallocbench_list[i].parallel) continue;
       char name[64];
-      snprintf(name, sizeof name, "%s%s", mallocbench_names[i], par ? "_parallel" : "");
+      snprintf(name, sizeof name, "%s%s", mallocbench_list[i].name, par ? "_parallel" : "");
       job *j = new_job(r, name, JOB_MALLOCBENCH, "bench-mallocbench", o);
       arg(j, "--benchmark");
-      arg(j, mallocbench_names[i]);
+      arg(j, mallocbench_list[i].name);
       if (par) arg(j, "--parallel");
+      if (mallocbench_list[i].scale && !o->quick) {
+        arg(j, "--scale");
+        arg(j, mallocbench_list[i].scale);
+      }
       arg(j, "--format=gobench");
       if (o->quick) arg(j, "--quick");
       else {
@@ -273,6 +338,23 @@ static void build_jobs(results *r, const list_opts *o) {
       snprintf(name, sizeof name, "replay_%s", b);
       j = new_job(r, name, JOB_REPLAY, "lithe-replay", o);
       arg(j, g.gl_pathv[i]);
+      arg(j, "--runs");
+      arg(j, o->quick ? "1" : inner);
+      arg(j, "--format=gobench");
+      if (o->quick) arg(j, "--quick");
+    }
+    /* the first trace once more, its leftovers kept live: the end figures
+     * then carry what the program really left (reported beside them) */
+    if (g.gl_pathc) {
+      char tmp[PATH_MAX], name[PATH_MAX + 16];
+      snprintf(tmp, sizeof tmp, "%s", g.gl_pathv[0]);
+      char *b = basename(tmp);
+      char *suf = strstr(b, ".ltrace.xz");
+      if (suf) *suf = 0;
+      snprintf(name, sizeof name, "replay_keep_%s", b);
+      j = new_job(r, name, JOB_REPLAY, "lithe-replay", o);
+      arg(j, g.gl_pathv[0]);
+      arg(j, "--keep-leftovers");
       arg(j, "--runs");
       arg(j, o->quick ? "1" : inner);
       arg(j, "--format=gobench");
@@ -355,6 +437,62 @@ static char *utc_now(void) {
   char b[64];
   strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S UTC", &tm);
   return xstrdup(b);
+}
+
+static char *load_avg(void) {
+  char b[128] = "?";
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f) {
+    double l1, l5, l15;
+    if (fscanf(f, "%lf %lf %lf", &l1, &l5, &l15) == 3)
+      snprintf(b, sizeof b, "%.2f %.2f %.2f (1, 5, 15 min)", l1, l5, l15);
+    fclose(f);
+  }
+  return xstrdup(b);
+}
+
+static void read_line(const char *path, char *out, size_t n) {
+  out[0] = 0;
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  if (fgets(out, (int)n, f)) out[strcspn(out, "\n")] = 0;
+  fclose(f);
+}
+
+/* The conditions of the run, one report line each: lithe's commit,
+ * transparent huge pages, the load at the start, and every variable that
+ * tunes an allocator (so a run with LITHE_PURGE_DELAY_MS=0 or MALLOC_CONF
+ * set says so). */
+extern char **environ;
+static char *conditions(void) {
+  char commit[256], thp[256], defrag[256], cmd[PATH_MAX + 128];
+  snprintf(cmd, sizeof cmd,
+           "git -C '%s' log -1 --format='%%h %%cs %%s' 2>/dev/null | cut -c1-100", LITHE_SOURCE_DIR);
+  cmd_line(cmd, commit, sizeof commit);
+  char dirty[64];
+  snprintf(cmd, sizeof cmd, "git -C '%s' status --porcelain --untracked-files=no 2>/dev/null | head -1",
+           LITHE_SOURCE_DIR);
+  cmd_line(cmd, dirty, sizeof dirty);
+  read_line("/sys/kernel/mm/transparent_hugepage/enabled", thp, sizeof thp);
+  read_line("/sys/kernel/mm/transparent_hugepage/defrag", defrag, sizeof defrag);
+  char *load = load_avg();
+  static const char *prefixes[] = {"LITHE_", "MALLOC_", "MIMALLOC_", "TCMALLOC_", "JEMALLOC_",
+                                   "GLIBC_TUNABLES", NULL};
+  char vars[2048] = "";
+  size_t off = 0;
+  for (char **e = environ; *e; e++)
+    for (int i = 0; prefixes[i]; i++)
+      if (!strncmp(*e, prefixes[i], strlen(prefixes[i])) && off < sizeof vars)
+        off += (size_t)snprintf(vars + off, sizeof vars - off, "%s`%s`", off ? ", " : "", *e);
+  char *s = xasprintf("lithe commit: %s%s\n"
+                      "transparent huge pages: enabled %s; defrag %s\n"
+                      "load average at start: %s\n"
+                      "allocator variables set: %s\n",
+                      commit[0] ? commit : "? (not a git checkout)",
+                      dirty[0] ? " (with uncommitted changes)" : "", thp[0] ? thp : "?",
+                      defrag[0] ? defrag : "?", load, vars[0] ? vars : "none");
+  free(load);
+  return s;
 }
 
 static void progress_summary(const results *r, int j, int rounds) {
@@ -471,7 +609,7 @@ int main(int argc, char **argv) {
   list_opts lo = {.runs = DEFAULT_RUNS, .inner_runs = DEFAULT_INNER_RUNS,
                   .benchtime = DEFAULT_BENCHTIME};
   const char *only = NULL, *out = NULL, *report_dir = NULL;
-  int runs_given = 0, timeout = 0, do_check = 0, do_list = 0;
+  int runs_given = 0, timeout = 0, do_check = 0, do_list = 0, aa = 0;
   double budget = DEFAULT_BUDGET;
   char **names = NULL;
   int nnames = 0;
@@ -497,6 +635,7 @@ int main(int argc, char **argv) {
     if (!strcmp(a, "--quick")) lo.quick = 1;
     else if (!strcmp(a, "--median")) r.median = 1;
     else if (!strcmp(a, "--check")) do_check = 1;
+    else if (!strcmp(a, "--aa")) aa = 1;
     else if (!strcmp(a, "--list")) do_list = 1;
     else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       usage(stdout);
@@ -602,8 +741,18 @@ int main(int argc, char **argv) {
         fprintf(stderr, "lithe-bench: allocator name '%s' given twice\n", a.name);
         return 2;
       }
+    if (a.path) a.package = package_of(a.path);
     r.allocs = xrealloc(r.allocs, (size_t)(r.nalloc + 1) * sizeof *r.allocs);
     r.allocs[r.nalloc++] = a;
+    if (aa && i == 0) {
+      /* --aa: the baseline again, under a second name, right after it: an
+       * A/A comparison whose differences are the suite's own noise */
+      allocator twin = a;
+      twin.name = xasprintf("%s-again", a.name);
+      twin.twin = xstrdup(a.name);
+      r.allocs = xrealloc(r.allocs, (size_t)(r.nalloc + 1) * sizeof *r.allocs);
+      r.allocs[r.nalloc++] = twin;
+    }
   }
   /* a library the loader refuses (it would silently run glibc) or that
    * kills even /bin/true is reported once, like a missing one */
@@ -645,6 +794,7 @@ int main(int argc, char **argv) {
   r.quick = lo.quick;
   r.started = utc_now();
   r.host = host_line();
+  r.env = conditions();
   {
     size_t len = 0;
     for (int i = 0; i < argc; i++) len += strlen(argv[i]) + 1;
@@ -690,7 +840,11 @@ int main(int argc, char **argv) {
     double job_max_wall = 0;
     /* interleave: run 1 of A B C, run 2 of A B C, ... so drift hits all */
     for (int run = 0; run < rounds; run++) {
-      for (int a = 0; a < r.nalloc; a++) {
+      /* the order rotates from round to round (A B C, B C A, C A B, ...):
+       * whatever drifts with position in the round -- a warm page cache,
+       * a CPU's clock, a neighbour's load -- falls on every allocator */
+      for (int i = 0; i < r.nalloc; i++) {
+        int a = (i + run) % r.nalloc;
         if (!r.allocs[a].available) continue;
         /* a benchmark that skips under an allocator is not retried */
         const char *why;
@@ -728,6 +882,9 @@ int main(int argc, char **argv) {
       fprintf(stderr, "lithe-bench: cannot write %s: %s\n", tsv, strerror(errno));
   }
   clock_gettime(CLOCK_MONOTONIC, &ts1);
+  r.load_end = load_avg();
+  if (results_save(&r, tsv) != 0)
+    fprintf(stderr, "lithe-bench: cannot write %s: %s\n", tsv, strerror(errno));
   fprintf(stderr,
           "time: %.0f s in all, %.0f s inside benchmark processes, whose CPU time (user + "
           "system) was %.0f s\n",

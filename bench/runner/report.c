@@ -104,6 +104,16 @@ int report_write(const results *r, const char *dir, int print_tables) {
   fprintf(f, "- started: %s\n", r->started ? r->started : "?");
   fprintf(f, "- machine: %s\n", r->host ? r->host : "?");
   fprintf(f, "- command: `%s`\n", r->command ? r->command : "?");
+  if (r->env) {
+    const char *p = r->env;
+    while (*p) {
+      size_t n = strcspn(p, "\n");
+      fprintf(f, "- %.*s\n", (int)n, p);
+      p += n;
+      if (*p) p++;
+    }
+  }
+  if (r->load_end) fprintf(f, "- load average at end: %s\n", r->load_end);
   if (r->budget > 0)
     fprintf(f, "- runs: 1 to %d fresh processes per benchmark per allocator, as many as fitted a "
                "%.0f s time budget (the n in each `(p=… n=…+…)` says how many); allocators "
@@ -113,21 +123,32 @@ int report_write(const results *r, const char *dir, int print_tables) {
     fprintf(f, "- runs: %d fresh process(es) per benchmark per allocator, allocators interleaved "
                "(run 1 of every allocator, then run 2, ...)\n",
             r->runs);
+  fprintf(f, "- order: rotates from round to round (A B C, then B C A, then C A B, ...)\n");
   fprintf(f, "- summary: %s\n",
           r->median ? "median ± 95% confidence interval of the median, all runs"
                     : "mean ± largest deviation of a run from the mean, after Tukey outlier "
                       "rejection (1.5 IQR)");
-  fprintf(f, "- significance: two-sided Mann-Whitney U, α = 0.05; `~` = no significant "
-             "difference, or too few runs to tell (below 4 runs per side no difference can be significant: 3+3 runs give p >= 0.100)\n");
+  fprintf(f, "- significance: two-sided Mann-Whitney U, α = 0.05, only where both sides have two "
+             "or more runs; `~` = tested, no significant difference (below 4 runs per side no "
+             "difference can be significant: 3+3 runs give p >= 0.100); `n=1+1, no test` = one "
+             "run on a side: a ratio without a marker; `±` only from two runs up\n");
+  fprintf(f, "- memory at end: `end-kB` is RssAnon right after the allocator's own forcing "
+             "release (the call in the table below, taken from the library malloc resolved to), "
+             "the same method for every allocator and every row; `unassisted-end-kB` is RssAnon "
+             "before that call, after a pause longer than lithe's purge delay, with nothing "
+             "called for anyone\n");
   fprintf(f, "- how to read all of this: docs/runner.md\n\n");
 
-  fprintf(f, "## Allocators\n\n| name | library | status |\n|---|---|---|\n");
+  fprintf(f, "## Allocators\n\n| name | library | package | malloc resolved to | release call "
+             "before end-kB | status |\n|---|---|---|---|---|---|\n");
   for (int a = 0; a < r->nalloc; a++) {
     const allocator *x = &r->allocs[a];
-    fprintf(f, "| %s | %s | %s%s |\n", x->name,
+    fprintf(f, "| %s | %s | %s | %s | %s | %s%s%s%s |\n", x->name,
             x->path ? x->path : x->available ? "(none: glibc malloc)" : "-",
+            x->package ? x->package : "-", x->origin ? x->origin : "-",
+            x->release ? x->release : "-",
             x->available ? (a == base ? "baseline" : "run") : "**not run**: ",
-            x->available ? "" : x->why);
+            x->available ? "" : x->why, x->twin ? "; A/A twin of " : "", x->twin ? x->twin : "");
   }
   int nmissing = 0;
   for (int j = 0; j < r->njob; j++) nmissing += r->jobs[j].missing;
@@ -146,16 +167,31 @@ int report_write(const results *r, const char *dir, int print_tables) {
             r->allocs[base].name);
     table_glance(f, r, s, ns);
   }
+  int has_twin = 0;
+  for (int a = 0; a < r->nalloc; a++) has_twin |= r->allocs[a].twin != NULL;
+  if (has_twin) {
+    fprintf(f, "\n## A/A: the noise floor\n\nThe baseline run twice under two names (--aa). Any "
+               "significant row here is noise that the test let through; the noise floor of a "
+               "row is the smallest ratio between the two that its runs could have called "
+               "significant (shift one side's runs by that factor and p drops below 0.05).\n\n");
+    table_aa(f, r, s, ns);
+  }
   fprintf(f, "\n## Pictures\n\n");
   if (!nsvg) fprintf(f, "No figures to draw.\n");
   for (int i = 0; i < nsvg; i++) fprintf(f, "### %s\n\n![%s](%s)\n\n", captions[i], captions[i], names[i]);
 
   fprintf(f, "## MallocBench comparison\n\n");
   fprintf(f, "Baseline: %s. `^ 1.03x faster` / `smaller`: better than the baseline by that "
-             "factor; `! 1.02x slower` / `bigger`: worse. With two or more runs per side the "
-             "marker is `~` when the difference is not significant, and `(p=… n=…+…)` follows. "
+             "factor, significant; `! 1.02x slower` / `bigger`: worse, significant; `~`: tested "
+             "(two or more runs per side), not significant; `(p=… n=…+…)` follows. A ratio with "
+             "`(n=1+1, no test)` and no marker: one run on a side, nothing could be tested. "
              "Means: the baseline's over all its benchmarks; every other column's, and its ratio, over "
-             "the benchmarks it shares with the baseline.\n\n```text\n",
+             "the benchmarks it shares with the baseline. The geometric mean's `(ratio per round lo-hi, R "
+             "rounds)`: the geometric mean of the per-benchmark ratios (other / baseline) within each of the R rounds that every "
+             "shared benchmark ran, lowest and highest; its marker is `^`/`!` only when all R "
+             "rounds fall on one side of 1.00. Memory at End: after each allocator's own forcing "
+             "release (see the Allocators table); the unassisted section: the same processes "
+             "before that call.\n\n```text\n",
           base >= 0 ? r->allocs[base].name : "?");
   table_mallocbench(f, r, s, ns);
   fprintf(f, "```\n\n## benchstat\n\nEvery metric of every benchmark, baseline against each "

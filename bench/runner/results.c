@@ -174,6 +174,18 @@ int results_save(const results *r, const char *path) {
   put_field(f, r->started);
   fputs("\nmeta\thost\t", f);
   put_field(f, r->host);
+  /* the conditions: one "meta env" line per report line */
+  if (r->env) {
+    const char *p = r->env;
+    while (*p) {
+      size_t n = strcspn(p, "\n");
+      fprintf(f, "\nmeta\tenv\t%.*s", (int)n, p);
+      p += n;
+      if (*p) p++;
+    }
+  }
+  fputs("\nmeta\tload_end\t", f);
+  put_field(f, r->load_end);
   fputc('\n', f);
   for (int a = 0; a < r->nalloc; a++) {
     const allocator *x = &r->allocs[a];
@@ -183,6 +195,11 @@ int results_save(const results *r, const char *path) {
     put_field(f, x->path);
     fprintf(f, "\t%s\t", x->available ? "ok" : "missing");
     put_field(f, x->why);
+    const char *more[] = {x->origin, x->release, x->package, x->twin};
+    for (int k = 0; k < 4; k++) {
+      fputc('\t', f);
+      put_field(f, more[k]);
+    }
     fputc('\n', f);
   }
   for (int j = 0; j < r->njob; j++) {
@@ -259,8 +276,8 @@ int results_load(results *r, const char *path) {
     lineno++;
     while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
     if (!len || line[0] == '#') continue;
-    char *fl[8];
-    int n = split(line, fl, 8);
+    char *fl[12];
+    int n = split(line, fl, 12);
     if (!strcmp(fl[0], "meta") && n >= 3) {
       if (!strcmp(fl[1], "runs")) r->runs = atoi(fl[2]);
       else if (!strcmp(fl[1], "quick")) r->quick = atoi(fl[2]);
@@ -269,6 +286,12 @@ int results_load(results *r, const char *path) {
       else if (!strcmp(fl[1], "command")) r->command = xstrdup(fl[2]);
       else if (!strcmp(fl[1], "started")) r->started = xstrdup(fl[2]);
       else if (!strcmp(fl[1], "host")) r->host = xstrdup(fl[2]);
+      else if (!strcmp(fl[1], "load_end")) r->load_end = *fl[2] ? xstrdup(fl[2]) : NULL;
+      else if (!strcmp(fl[1], "env")) {
+        char *e = r->env ? xasprintf("%s%s\n", r->env, fl[2]) : xasprintf("%s\n", fl[2]);
+        free(r->env);
+        r->env = e;
+      }
     } else if (!strcmp(fl[0], "alloc") && n >= 5) {
       r->allocs = xrealloc(r->allocs, (size_t)(r->nalloc + 1) * sizeof *r->allocs);
       allocator *a = &r->allocs[r->nalloc++];
@@ -276,6 +299,8 @@ int results_load(results *r, const char *path) {
       a->path = *fl[2] ? xstrdup(fl[2]) : NULL;
       a->available = !strcmp(fl[3], "ok");
       a->why = *fl[4] ? xstrdup(fl[4]) : NULL;
+      char **more[] = {&a->origin, &a->release, &a->package, &a->twin};
+      for (int k = 0; k < 4; k++) *more[k] = n > 5 + k && *fl[5 + k] ? xstrdup(fl[5 + k]) : NULL;
     } else if (!strcmp(fl[0], "job") && n >= 5) {
       r->jobs = xrealloc(r->jobs, (size_t)(r->njob + 1) * sizeof *r->jobs);
       job *j = &r->jobs[r->njob++];

@@ -18,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -84,7 +86,22 @@ void run_parse_line(results *r, int j, int a, int run, const char *line, int *nb
     while (*w == ' ') w++;
     *skipped = 1;
     snprintf(skipwhy, skipwhylen, "%s", w);
-  } else if (!strncmp(line, "# scavenge:", 11) || !strncmp(line, "# note:", 7)) {
+  } else if (!strncmp(line, "# scavenge:", 11)) {
+    /* the release call: one per allocator, shown in the allocator table */
+    allocator *al = &r->allocs[a];
+    const char *w = line + 11;
+    while (*w == ' ') w++;
+    size_t n = strcspn(w, " ");
+    if (!strncmp(w, "none", 4)) n = strlen(w);
+    char *name = xasprintf("%.*s", (int)n, w);
+    if (!al->release) al->release = name;
+    else if (!strstr(al->release, name)) {
+      char *both = xasprintf("%s, %s", al->release, name);
+      free(al->release);
+      free(name);
+      al->release = both;
+    } else free(name);
+  } else if (!strncmp(line, "# note:", 7)) {
     /* keep one copy of each distinct note per (job, allocator) */
     for (size_t i = 0; i < r->nevent; i++) {
       const event *e = &r->events[i];
@@ -188,6 +205,36 @@ int run_preflight(const char *lib, char *why, size_t n) {
   return 0;
 }
 
+/* Did malloc resolve to the library asked for? `origin` is what the
+ * process printed ("# malloc: PATH", from dladdr). For a preloaded library
+ * the two real paths must be the same file; for glibc (nothing preloaded)
+ * it must be glibc's libc.so. Returns 1 (and why) when not. */
+static int check_origin(results *r, int a, const char *origin, char *why, size_t n) {
+  allocator *al = &r->allocs[a];
+  if (!*origin) {
+    snprintf(why, n, "the program did not say where malloc resolved (no \"# malloc:\" line)");
+    return 1;
+  }
+  if (!al->origin) al->origin = xstrdup(origin);
+  char real[PATH_MAX];
+  const char *o = realpath(origin, real) ? real : origin;
+  if (al->path) {
+    struct stat s1, s2;
+    if (stat(o, &s1) == 0 && stat(al->path, &s2) == 0 && s1.st_dev == s2.st_dev &&
+        s1.st_ino == s2.st_ino)
+      return 0;
+    snprintf(why, n, "malloc resolved to %s, not to the library asked for (%s): it does not replace malloc",
+             origin, al->path);
+    return 1;
+  }
+  const char *b = strrchr(o, '/');
+  b = b ? b + 1 : o;
+  if (!strncmp(b, "libc.so", 7) || (!strncmp(b, "libc-", 5) && strstr(b, ".so"))) return 0;
+  snprintf(why, n, "malloc resolved to %s, not to glibc's libc (something is preloaded: "
+           "/etc/ld.so.preload?)", origin);
+  return 1;
+}
+
 run_outcome run_one(results *r, int j, int a, int run, int timeout_s) {
   run_outcome o = {0};
   const job *jb = &r->jobs[j];
@@ -281,12 +328,16 @@ run_outcome run_one(results *r, int j, int a, int run, int timeout_s) {
 
   /* parse stdout line by line */
   int nbench = 0, skipped = 0;
-  char skipwhy[256] = "";
+  char skipwhy[256] = "", origin[PATH_MAX] = "";
   if (out) {
     char *save = NULL;
-    for (char *ln = strtok_r(out, "\n", &save); ln; ln = strtok_r(NULL, "\n", &save))
+    for (char *ln = strtok_r(out, "\n", &save); ln; ln = strtok_r(NULL, "\n", &save)) {
+      if (!strncmp(ln, "# malloc: ", 10)) snprintf(origin, sizeof origin, "%s", ln + 10);
       run_parse_line(r, j, a, run, ln, &nbench, &skipped, skipwhy, sizeof skipwhy);
+    }
   }
+  char originwhy[PATH_MAX + 200] = "";
+  int origin_bad = nbench && check_origin(r, a, origin, originwhy, sizeof originwhy);
   char errline[300];
   last_line(err, errline, sizeof errline);
 
@@ -305,6 +356,9 @@ run_outcome run_one(results *r, int j, int a, int run, int timeout_s) {
   } else if (err && strstr(err, "cannot be preloaded")) {
     o.status = CELL_FAIL;
     snprintf(o.why, sizeof o.why, "the loader refused LD_PRELOAD=%s", al->path ? al->path : "");
+  } else if (origin_bad) {
+    o.status = CELL_FAIL;
+    snprintf(o.why, sizeof o.why, "%s", originwhy);
   } else if (skipped && !nbench) {
     o.status = CELL_SKIP;
     snprintf(o.why, sizeof o.why, "%s", skipwhy);

@@ -21,6 +21,10 @@ typedef struct {
   char *path;      /* library for LD_PRELOAD; NULL = glibc (nothing preloaded) */
   int available;   /* 0 = missing: reported, never run */
   char *why;       /* when missing: "not installed — apt-get install libjemalloc2" */
+  char *origin;    /* where malloc resolved in its processes ("# malloc:" lines) */
+  char *release;   /* its forcing release call before end-kB ("# scavenge:" lines) */
+  char *package;   /* Debian package and version of the library, if it has one */
+  char *twin;      /* --aa: the allocator this one repeats (same library) */
 } allocator;
 
 typedef enum {
@@ -71,6 +75,8 @@ typedef struct {
   char *command;   /* the command line, for the report */
   char *started;   /* UTC time stamp */
   char *host;      /* machine summary line */
+  char *env;       /* conditions: commit, THP, load, allocator variables (report lines) */
+  char *load_end;  /* load average when the run ended */
 } results;
 
 /* results.c ------------------------------------------------------------- */
@@ -130,6 +136,10 @@ void table_benchstat(FILE *f, const results *r, const series *s, int ns);
 /* markdown: per allocator, in how many MallocBench rows it beats the
  * baseline on time / peak / end (and how many of those are significant) */
 void table_glance(FILE *f, const results *r, const series *s, int ns);
+/* --aa: per metric, how many rows an A/A pair made significant, the
+ * paired-round range of its geometric mean ratio and the noise floor (the
+ * smallest ratio each row could have called significant); markdown */
+void table_aa(FILE *f, const results *r, const series *s, int ns);
 /* per-series centre in the current mode (mean of kept values / median);
  * 0 with *n = 0 when there are no values. */
 double series_center(const results *r, const series *s, int alloc, int *n);

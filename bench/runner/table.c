@@ -26,7 +26,18 @@ static int used_values(const results *r, const series *s, int a, double *out) {
     memcpy(out, s->v[a], sizeof(double) * (size_t)n);
     return n;
   }
-  return stats_reject_outliers(s->v[a], n, out);
+  int k = stats_reject_outliers(s->v[a], n, out);
+  /* Fences of width 0 (the middle half of the runs all equal, as memory
+   * figures often are, to the page) make every other value an "outlier";
+   * rejecting them would leave the test only the mode, and an A/A run of
+   * glibc showed what follows: 168,168,164,168,168 kB against
+   * 164,164,164,164,168 kB became 4 x 168 against 4 x 164, p = 0.029, a
+   * one-page difference called significant. Then the test gets every run. */
+  if (k < n && k > 0 && out[0] == out[k - 1]) {
+    memcpy(out, s->v[a], sizeof(double) * (size_t)n);
+    return n;
+  }
+  return k;
 }
 
 double series_center(const results *r, const series *s, int alloc, int *n) {
@@ -95,12 +106,49 @@ static void fmt_value(char *b, size_t n, double v, int is_time) {
   }
 }
 
-static void compare_cell(char *b, size_t n, double a, double v, int is_time, const char *mark) {
+/* "^ 1.03x faster" (mark 1: a test found it significant), "~ 1.03x
+ * faster" (mark 0: tested, not significant) or "1.03x faster" (mark -1: no
+ * test was possible, so no marker) */
+static void compare_cell(char *b, size_t n, double a, double v, int is_time, int mark) {
   b[0] = 0;
   if (a <= 0 || v <= 0 || a == v) return;
   const char *better = is_time ? "faster" : "smaller", *worse = is_time ? "slower" : "bigger";
-  if (v < a) snprintf(b, n, "%s %.2fx %s", mark ? mark : "^", a / v, better);
-  else snprintf(b, n, "%s %.2fx %s", mark ? mark : "!", v / a, worse);
+  const char *m = mark < 0 ? "" : mark == 0 ? "~ " : v < a ? "^ " : "! ";
+  if (v < a) snprintf(b, n, "%s%.2fx %s", m, a / v, better);
+  else snprintf(b, n, "%s%.2fx %s", m, v / a, worse);
+}
+
+/* The value of (job, unit) of allocator a in round `run`; 0 when none. */
+static double round_value(const results *r, int j, const char *unit, int a, int run) {
+  for (size_t i = 0; i < r->nsample; i++) {
+    const sample *x = &r->samples[i];
+    if (x->job == j && x->alloc == a && x->run == run && !strcmp(x->unit, unit)) return x->value;
+  }
+  return 0;
+}
+
+/* Paired rounds of the mean rows: for every round k that all benchmarks in
+ * jobs[0..nj-1] ran under both allocators, the geometric mean over them of
+ * value(b, k) / value(base, k). Returns the number of such rounds (counted
+ * from round 0 up to the first one some benchmark lacks) with min and max. */
+static int round_ratio_range(const results *r, const int *jobs, int nj, const char *unit,
+                             int base, int b, double *lo, double *hi) {
+  int k;
+  for (k = 0;; k++) {
+    double logsum = 0;
+    int m = 0;
+    for (int i = 0; i < nj; i++) {
+      double x = round_value(r, jobs[i], unit, base, k), y = round_value(r, jobs[i], unit, b, k);
+      if (x <= 0 || y <= 0) break;
+      logsum += log(y / x);
+      m++;
+    }
+    if (m < nj || nj == 0) break;
+    double g = exp(logsum / nj);
+    if (k == 0 || g < *lo) *lo = g;
+    if (k == 0 || g > *hi) *hi = g;
+  }
+  return k;
 }
 
 static void print_rows(FILE *f, const results *r, mrow *rows, int nrows, int namew) {
@@ -139,8 +187,12 @@ static void print_rows(FILE *f, const results *r, mrow *rows, int nrows, int nam
 void table_mallocbench(FILE *f, const results *r, const series *s, int ns) {
   int base = results_baseline(r), na = r->nalloc;
   if (base < 0) return;
-  static const char *units[] = {"ns/op", "peak-kB", "end-kB"};
-  static const char *titles[] = {"Execution Time:", "Peak Memory:", "Memory at End:"};
+  static const char *units[] = {"ns/op", "peak-kB", "end-kB", "unassisted-end-kB"};
+  static const char *titles[] = {
+      "Execution Time:", "Peak Memory:",
+      "Memory at End (after each allocator's own forcing release; calls listed below):",
+      "Memory at End, unassisted (no release call for anyone, after a pause longer than lithe's "
+      "purge delay):"};
   int namew = (int)strlen("<arithmetic mean>");
   for (int j = 0; j < r->njob; j++)
     if (in_mallocbench_table(&r->jobs[j]) && (int)strlen(r->jobs[j].name) > namew)
@@ -150,7 +202,7 @@ void table_mallocbench(FILE *f, const results *r, const series *s, int ns) {
   /* header */
   mrow *rows = NULL;
   int nrows = 0, any = 0;
-  for (int u = 0; u < 3; u++) {
+  for (int u = 0; u < 4; u++) {
     int is_time = u == 0;
     int first = nrows;
     rows = realloc(rows, sizeof *rows * (size_t)(nrows + 1));
@@ -159,8 +211,10 @@ void table_mallocbench(FILE *f, const results *r, const series *s, int ns) {
     double **cent = calloc((size_t)na, sizeof *cent);
     for (int a = 0; a < na; a++) cent[a] = calloc((size_t)r->njob + 1, sizeof(double));
     int nbench = 0;
+    int *benchjob = calloc((size_t)r->njob + 1, sizeof *benchjob);
     for (int j = 0; j < r->njob; j++) {
       if (!in_mallocbench_table(&r->jobs[j]) || r->jobs[j].missing) continue;
+      benchjob[nbench] = j;
       nbench++;
       const series *sj = NULL;
       for (int k = 0; k < ns; k++)
@@ -197,13 +251,16 @@ void table_mallocbench(FILE *f, const results *r, const series *s, int ns) {
           if (series_test(r, sj, base, a, &t, &nx, &ny)) {
             int sig = t.ok && t.p < STATS_ALPHA;
             char cc[96];
-            compare_cell(cc, sizeof cc, bc, cv, is_time, sig ? NULL : "~");
+            compare_cell(cc, sizeof cc, bc, cv, is_time, sig);
             if (t.ok)
               snprintf(c, sizeof c, "%s%s(p=%s n=%d+%d)", cc, cc[0] ? " " : "~ ", fmt_p(t.p),
                        nx, ny);
             else snprintf(c, sizeof c, "%s%s(%s)", cc, cc[0] ? " " : "~ ", t.why);
           } else {
-            compare_cell(c, sizeof c, bc, cv, is_time, NULL);
+            /* one run on a side: no test, so no marker; say so */
+            char cc[96];
+            compare_cell(cc, sizeof cc, bc, cv, is_time, -1);
+            snprintf(c, sizeof c, "%s%s(n=%d+%d, no test)", cc, cc[0] ? " " : "", nx, ny);
           }
         }
         row.val[a] = xstrdup(v);
@@ -226,6 +283,7 @@ void table_mallocbench(FILE *f, const results *r, const series *s, int ns) {
        * does not shrink everybody's set, and each ratio compares like
        * with like). */
       double *x = calloc((size_t)nbench + 1, sizeof *x), *y = calloc((size_t)nbench + 1, sizeof *y);
+      int *shj = calloc((size_t)nbench + 1, sizeof *shj);
       int *shared = calloc((size_t)na, sizeof *shared), differ = 0;
       for (int m = 0; m < 3; m++) {
         mrow row = {xstrdup(mn[m]), calloc((size_t)na, sizeof(char *)),
@@ -237,6 +295,7 @@ void table_mallocbench(FILE *f, const results *r, const series *s, int ns) {
             if (cent[base][i] > 0 && (a == base || cent[a][i] > 0)) {
               x[k] = cent[base][i];
               y[k] = cent[a][i];
+              shj[k] = benchjob[i];
               k++;
             }
           shared[a] = k;
@@ -246,7 +305,28 @@ void table_mallocbench(FILE *f, const results *r, const series *s, int ns) {
             double mx = m == 0 ? stats_geomean(x, k, NULL)
                         : m == 1 ? stats_arithmean(x, k, NULL) : stats_harmmean(x, k, NULL);
             fmt_value(v, sizeof v, my, is_time);
-            if (a != base) compare_cell(c, sizeof c, mx, my, is_time, NULL);
+            if (a != base) {
+              /* The geometric mean row carries the spread over paired
+               * rounds (each round's geometric mean of the per-benchmark
+               * ratios, min-max); a marker only when two or more rounds
+               * all fall on one side of 1.00. The other two means carry
+               * no marker: no test is made on them. */
+              double lo = 0, hi = 0;
+              int nr = m == 0 ? round_ratio_range(r, shj, k, units[u], base, a, &lo, &hi) : 0;
+              char cc[96];
+              if (m == 0 && nr >= 2) {
+                int mark = (lo > 1 || hi < 1) ? 1 : 0;
+                compare_cell(cc, sizeof cc, mx, my, is_time, mark);
+                snprintf(c, sizeof c, "%s (ratio per round %.2f-%.2f, %d rounds)", cc[0] ? cc : "~",
+                         lo, hi, nr);
+              } else if (m == 0) {
+                compare_cell(cc, sizeof cc, mx, my, is_time, -1);
+                snprintf(c, sizeof c, "%s%s(%d paired round%s: no range)", cc, cc[0] ? " " : "",
+                         nr, nr == 1 ? "" : "s");
+              } else {
+                compare_cell(c, sizeof c, mx, my, is_time, -1);
+              }
+            }
           } else if (r->allocs[a].available) {
             snprintf(v, sizeof v, "-");
           }
@@ -276,11 +356,13 @@ void table_mallocbench(FILE *f, const results *r, const series *s, int ns) {
       }
       free(x);
       free(y);
+      free(shj);
       free(shared);
       rows[nrows++] = (mrow){NULL, NULL, NULL};
     }
     for (int a = 0; a < na; a++) free(cent[a]);
     free(cent);
+    free(benchjob);
   }
   if (nrows == 0) {
     fprintf(f, "(no MallocBench-style benchmark ran)\n");
@@ -328,7 +410,7 @@ static char *cell_text(const results *r, const series *s, int a, double ref, int
   fmt_scaled(v, sizeof v, sm.center, ref, s->unit);
   double sp = stats_spread_pct(&sm);
   *ok = 1;
-  if (sp < 0) return xstrdup(v);
+  if (sp < 0 || sm.n < 2) return xstrdup(v); /* one value: no spread to show */
   if (isinf(sp)) return xasprintf("%s ± ∞", v);
   return xasprintf("%s ± %.0f%%", v, sp);
 }
@@ -370,7 +452,12 @@ void table_benchstat(FILE *f, const results *r, const series *s, int ns) {
         stats_utest t = {0};
         int nx = 0, ny = 0;
         if (oka && okb) {
-          series_test(r, x, base, b, &t, &nx, &ny);
+          int tested = series_test(r, x, base, b, &t, &nx, &ny);
+          if (!tested) {
+            c3[nr] = xstrdup("");
+            c4[nr] = xasprintf("(n=%d+%d, no test)", nx, ny);
+            goto row_done;
+          }
           if (t.ok && t.p < STATS_ALPHA) {
             if (ca == cb) c3[nr] = xstrdup("0.00%");
             else c3[nr] = xasprintf("%+.2f%%", (cb / ca - 1) * 100);
@@ -380,6 +467,7 @@ void table_benchstat(FILE *f, const results *r, const series *s, int ns) {
           if (!t.ok) c4[nr] = xasprintf("(%s)", t.why);
           else if (r->median && nx == ny) c4[nr] = xasprintf("(p=%s n=%d)", fmt_p(t.p), nx);
           else c4[nr] = xasprintf("(p=%s n=%d+%d)", fmt_p(t.p), nx, ny);
+        row_done:
           if (ca > 0 && cb > 0) {
             ga[ng] = ca;
             gb[ng] = cb;
@@ -509,4 +597,109 @@ void table_glance(FILE *f, const results *r, const series *s, int ns) {
     fprintf(f, " %d |\n", fails);
   }
   fputc('\n', f);
+}
+
+/* ---- 4. A/A: the noise floor --------------------------------------------- */
+
+/* The smallest factor f >= 1 by which y would have to be scaled (up or
+ * down) for the Mann-Whitney test against x to call it significant: the
+ * ranks change only where some y_j * f crosses some x_i, so it is enough
+ * to try just past every such crossing. INFINITY when no factor can (too
+ * few runs: 3+3 never reach p < 0.05). */
+static double min_significant_factor(const double *x, int nx, const double *y, int ny) {
+  double best = INFINITY;
+  double *ys = malloc(sizeof(double) * (size_t)ny);
+  for (int dir = 0; dir < 2; dir++)
+    for (int i = 0; i < nx; i++)
+      for (int j = 0; j < ny; j++) {
+        if (x[i] <= 0 || y[j] <= 0) continue;
+        double f = dir == 0 ? x[i] / y[j] : y[j] / x[i];
+        if (f < 1) f = 1;
+        f *= 1 + 1e-9;
+        if (f >= best) continue;
+        for (int k = 0; k < ny; k++) ys[k] = dir == 0 ? y[k] * f : y[k] / f;
+        stats_utest t = stats_mann_whitney(x, nx, ys, ny);
+        if (t.ok && t.p < STATS_ALPHA) best = f;
+      }
+  free(ys);
+  return best;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+void table_aa(FILE *f, const results *r, const series *s, int ns) {
+  static const char *units[] = {"ns/op", "peak-kB", "end-kB", "unassisted-end-kB"};
+  static const char *heads[] = {"time", "peak memory", "memory at end (forced)",
+                                "memory at end (unassisted)"};
+  for (int b = 0; b < r->nalloc; b++) {
+    const allocator *tw = &r->allocs[b];
+    if (!tw->twin || !tw->available) continue;
+    int a = -1;
+    for (int k = 0; k < r->nalloc; k++)
+      if (k != b && !strcmp(r->allocs[k].name, tw->twin)) a = k;
+    if (a < 0 || !r->allocs[a].available) continue;
+    fprintf(f, "%s against %s (the same library, run as two allocators):\n\n", tw->name,
+            r->allocs[a].name);
+    fprintf(f, "| metric | rows | significant rows | geometric mean ratio (rounds min-max) | "
+               "noise floor: median (max) of the rows | rows where no ratio could be "
+               "significant |\n|---|---|---|---|---|---|\n");
+    for (int u = 0; u < 4; u++) {
+      int rows = 0, sig = 0, never = 0, nfl = 0, nj = 0;
+      double *floors = calloc((size_t)ns + 1, sizeof *floors);
+      int *jobs = calloc((size_t)r->njob + 1, sizeof *jobs);
+      double *ga = calloc((size_t)ns + 1, sizeof *ga), *gb = calloc((size_t)ns + 1, sizeof *gb);
+      for (int k = 0; k < ns; k++) {
+        if (!in_mallocbench_table(&r->jobs[s[k].job]) || strcmp(s[k].unit, units[u])) continue;
+        if (results_cell_status(r, s[k].job, a, NULL) != CELL_OK ||
+            results_cell_status(r, s[k].job, b, NULL) != CELL_OK)
+          continue;
+        int na, nb;
+        double ca = series_center(r, &s[k], a, &na), cb = series_center(r, &s[k], b, &nb);
+        if (!na || !nb) continue;
+        rows++;
+        if (ca > 0 && cb > 0) {
+          ga[nj] = ca;
+          gb[nj] = cb;
+          jobs[nj++] = s[k].job;
+        }
+        stats_utest t;
+        int nx, ny;
+        if (series_test(r, &s[k], a, b, &t, &nx, &ny) && t.ok && t.p < STATS_ALPHA) sig++;
+        double *x = malloc(sizeof(double) * (size_t)s[k].n[a]);
+        double *y = malloc(sizeof(double) * (size_t)s[k].n[b]);
+        nx = used_values(r, &s[k], a, x);
+        ny = used_values(r, &s[k], b, y);
+        double fl = min_significant_factor(x, nx, y, ny);
+        free(x);
+        free(y);
+        if (isinf(fl)) never++;
+        else floors[nfl++] = fl;
+      }
+      if (rows) {
+        char g[128] = "-", fl[96] = "-";
+        if (nj) {
+          double m = stats_geomean(gb, nj, NULL) / stats_geomean(ga, nj, NULL), lo = 0, hi = 0;
+          int nr = round_ratio_range(r, jobs, nj, units[u], a, b, &lo, &hi);
+          if (nr >= 2)
+            snprintf(g, sizeof g, "%.3f (%.3f-%.3f over %d rounds%s)", m, lo, hi, nr,
+                     lo <= 1 && hi >= 1 ? ", straddles 1.00" : ", does NOT straddle 1.00");
+          else snprintf(g, sizeof g, "%.3f (%d paired round%s: no range)", m, nr, nr == 1 ? "" : "s");
+        }
+        if (nfl) {
+          qsort(floors, (size_t)nfl, sizeof *floors, cmp_double);
+          double med = nfl % 2 ? floors[nfl / 2] : (floors[nfl / 2 - 1] + floors[nfl / 2]) / 2;
+          snprintf(fl, sizeof fl, "%.3fx (%.3fx)", med, floors[nfl - 1]);
+        }
+        fprintf(f, "| %s | %d | %d | %s | %s | %d |\n", heads[u], rows, sig, g, fl, never);
+      }
+      free(floors);
+      free(jobs);
+      free(ga);
+      free(gb);
+    }
+    fputc('\n', f);
+  }
 }

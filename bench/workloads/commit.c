@@ -47,6 +47,7 @@ int main(int argc, char **argv) {
 
   static char outbuf[4096]; /* only now may stdio run, on a static buffer */
   setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
+  printf("# malloc: %s\n", bench_malloc_from());
   printf("# note: before first malloc VmData %ld kB VmRSS %ld kB RssAnon %ld kB\n", s0.vm_data,
          s0.vm_rss, s0.rss_anon);
   printf("# note: after malloc(16): VmData +%ld kB, VmRSS +%ld kB\n", s1.vm_data - s0.vm_data,

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "common.h"
+#include "memend.h"
 #include "procstatus.h"
 
 #include <dlfcn.h>
@@ -67,57 +68,11 @@ int bench_reset_peak(void) {
   return r == 1 ? 0 : -1;
 }
 
-typedef void (*collect_fn)(bool);
-typedef int (*mallctl_fn)(const char *, void *, size_t *, void *, size_t);
-typedef void (*release_fn)(void);
-typedef int (*trim_fn)(size_t);
-
-/* The lookups run once (bench_scavenge_init, called early by the programs
- * that scavenge): a failed dlsym allocates an error string, which should
- * happen before the work, not between the work and the memory sample. */
-static struct {
-  int done;
-  void *lithe_collect, *mi_collect, *mallctl, *tc_release, *malloc_trim;
-} g_rel;
-
-void bench_scavenge_init(void) {
-  if (g_rel.done) return;
-  g_rel.lithe_collect = dlsym(RTLD_DEFAULT, "lithe_collect");
-  g_rel.mi_collect = dlsym(RTLD_DEFAULT, "mi_collect");
-  g_rel.mallctl = dlsym(RTLD_DEFAULT, "mallctl");
-  g_rel.tc_release = dlsym(RTLD_DEFAULT, "MallocExtension_ReleaseFreeMemory");
-  g_rel.malloc_trim = dlsym(RTLD_DEFAULT, "malloc_trim");
-  g_rel.done = 1;
-}
-
-const char *bench_scavenge(bool force) {
-  bench_scavenge_init();
-  if (g_rel.lithe_collect) {
-    ((collect_fn)g_rel.lithe_collect)(force);
-    return force ? "lithe_collect(true)" : "lithe_collect(false)";
-  }
-  if (g_rel.mi_collect) {
-    ((collect_fn)g_rel.mi_collect)(force);
-    return force ? "mi_collect(true)" : "mi_collect(false)";
-  }
-  if (g_rel.mallctl) {
-    /* 4096 = MALLCTL_ARENAS_ALL */
-    const char *name = force ? "arena.4096.purge" : "arena.4096.decay";
-    int rc = ((mallctl_fn)g_rel.mallctl)(name, NULL, NULL, NULL, 0);
-    if (rc != 0) return force ? "mallctl(arena.4096.purge) failed" : "mallctl(arena.4096.decay) failed";
-    return force ? "mallctl(arena.4096.purge)" : "mallctl(arena.4096.decay)";
-  }
-  if (!force) return "none";
-  if (g_rel.tc_release) {
-    ((release_fn)g_rel.tc_release)();
-    return "MallocExtension_ReleaseFreeMemory";
-  }
-  if (g_rel.malloc_trim) {
-    ((trim_fn)g_rel.malloc_trim)(0);
-    return "malloc_trim(0)";
-  }
-  return "none";
-}
+const char *bench_release(void) { return memend_release(); }
+const char *bench_malloc_from(void) { return memend_malloc_from(); }
+void bench_release_init(void) { memend_init(); }
+long bench_pause_ms(long given) { return memend_pause_ms(given); }
+void bench_sleep_ms(long ms) { memend_pause(ms); }
 
 void *bench_map(size_t bytes) {
   if (bytes == 0) bytes = 1;

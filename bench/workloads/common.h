@@ -68,16 +68,22 @@ long bench_minor_faults(void);                /* getrusage ru_minflt */
 /* Reset VmHWM to the current RSS (writes 5 to /proc/self/clear_refs). */
 int bench_reset_peak(void);
 
-/* ---- scavenge: the allocator's release call, found at run time -----------
- * force=true:  lithe_collect(true), mi_collect(true),
- *              mallctl("arena.4096.purge"), MallocExtension_ReleaseFreeMemory,
- *              malloc_trim(0) -- the first one the process exports.
- * force=false: lithe_collect(false), mi_collect(false),
- *              mallctl("arena.4096.decay"); allocators without a
- *              non-forcing call get none.
- * Returns the name of what was called ("none" if nothing). */
-const char *bench_scavenge(bool force);
-void bench_scavenge_init(void); /* resolve the calls now (before the work) */
+/* ---- memory at end: the allocator's own forcing release -----------------
+ * One method for every allocator (tools/memend.h): the release call is
+ * taken from the object `malloc` resolved to -- lithe_collect(true),
+ * mi_collect(true), mallctl("arena.4096.purge"),
+ * MallocExtension_ReleaseFreeMemory(), malloc_trim(0). bench_release()
+ * makes it and returns its name; bench_malloc_from() is that object's file
+ * name (every program prints it as "# malloc: PATH", the runner checks it).
+ * bench_release_init() resolves both now, before the work (a failed dlsym
+ * allocates an error string). */
+const char *bench_release(void);
+const char *bench_malloc_from(void);
+void bench_release_init(void);
+/* the pause before the unassisted sample: `given` if >= 0, else lithe's
+ * purge delay (LITHE_PURGE_DELAY_MS, default 1000 ms) + 100 ms */
+long bench_pause_ms(long given);
+void bench_sleep_ms(long ms);
 
 /* ---- harness memory ------------------------------------------------------*/
 void *bench_map(size_t bytes); /* zeroed, from mmap; aborts on failure */

@@ -179,6 +179,7 @@ int main(int argc, char **argv) {
     printf("# note: median of %d runs; N pairs chosen for ~%.0f ms per run, at most %ld "
            "local/batch and %ld remote\n",
            runs, (double)g_target_ns / 1e6, n_local, n_remote);
+  printf("# malloc: %s\n", bench_malloc_from());
   for (int s = 0; s < nsizes; s++) measure("", run_local, sizes[s], n_local, runs);
   for (int s = 0; s < nsizes; s++) measure("batch_", run_batch, sizes[s], n_local, runs);
   for (int s = 0; s < nsizes; s++) measure("remote_", run_remote, sizes[s], n_remote, runs);

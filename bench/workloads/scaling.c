@@ -163,6 +163,7 @@ int main(int argc, char **argv) {
   const char *name = deep ? "fixed_block_scaling_deep" : "fixed_block_scaling";
   static char outbuf[8192];
   setvbuf(stdout, outbuf, _IOLBF, sizeof outbuf);
+  printf("# malloc: %s\n", bench_malloc_from());
   printf("# note: %s mode, depth %ld, block %zu, benchtime %s%.3gs, %d CPUs online\n",
          g_loop_mode ? "loop" : "batch", g_depth, g_block, fixed_n ? "fixed N, " : "",
          benchtime_s, bench_ncpu());

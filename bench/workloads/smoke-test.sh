@@ -39,20 +39,24 @@ check() {
 }
 
 mb="$BUILD/bench-mallocbench"
-for b in churn list_allocate tree_allocate tree_churn fragment fragment_iterate medium big balloon; do
-  check "$b" "^Benchmark${b} 2 $num ns/op [0-9]+ peak-kB [0-9]+ end-kB [0-9]+ faults\$" \
+for b in churn list_allocate tree_allocate tree_churn fragment fragment_iterate medium big balloon \
+         list_traverse tree_traverse alloc_free stress stress_aligned memalign realloc thread_churn; do
+  check "$b" "^Benchmark${b} 2 $num ns/op [0-9]+ peak-kB [0-9]+ end-kB [0-9]+ faults [0-9]+ unassisted-end-kB\$" \
     "$mb" --benchmark $b --quick --runs 2 --format=gobench
-  check "${b}_parallel" "^Benchmark${b}_parallel 2 $num ns/op [0-9]+ peak-kB [0-9]+ end-kB [0-9]+ faults\$" \
+  check "${b}_parallel" "^Benchmark${b}_parallel 2 $num ns/op [0-9]+ peak-kB [0-9]+ end-kB [0-9]+ faults [0-9]+ unassisted-end-kB\$" \
     "$mb" --benchmark $b --parallel --threads 2 --quick --runs 2 --format=gobench
 done
 for b in message_one message_many; do
-  check "$b" "^Benchmark${b} 2 $num ns/op [0-9]+ peak-kB [0-9]+ end-kB [0-9]+ faults\$" \
+  check "$b" "^Benchmark${b} 2 $num ns/op [0-9]+ peak-kB [0-9]+ end-kB [0-9]+ faults [0-9]+ unassisted-end-kB\$" \
     "$mb" --benchmark $b --threads 2 --quick --runs 2 --format=gobench
 done
+check "retention" "^Benchmarkretention 2 $num ns/op [0-9]+ peak-kB [0-9]+ end-kB [0-9]+ faults [0-9]+ unassisted-end-kB [0-9]+ live-kB $num end-per-live $num unassisted-end-per-live\$" \
+  "$mb" --benchmark retention --quick --runs 2 --format=gobench
+check "message_one per-call" "^Benchmarkmessage_one 1 " "$mb" --benchmark message_one --quick --runs 1 --format=gobench --persistent-consumers
 check "churn_memory_warning" "^# scavenge: " "$mb" --benchmark churn --quick --runs 1 --memory-warning --format=gobench
 check "churn heap text" "^Memory at End:	[0-9]+kB\$" "$mb" --benchmark churn --quick --runs 1 --heap 2
 check "tree_churn scale" "^# note: --scale 0.01" "$mb" --benchmark tree_churn --scale 0.01 --runs 1
-check "churn runs 0" "^Benchmarkchurn 1 [0-9]+ peak-kB [0-9]+ end-kB\$" "$mb" --benchmark churn --quick --runs 0 --format=gobench
+check "churn runs 0" "^Benchmarkchurn 1 [0-9]+ peak-kB [0-9]+ end-kB [0-9]+ unassisted-end-kB\$" "$mb" --benchmark churn --quick --runs 0 --format=gobench
 check "message_one --parallel" "^# skip:" "$mb" --benchmark message_one --parallel --quick
 check "startup" "^Benchmarkstartup-8 1 [0-9]+ (cycles|ns) $num ns/op\$" "$BUILD/bench-startup" --threads 8 --format=gobench
 check "startup cold" "^Taken: [0-9]+\$" "$BUILD/bench-startup" --threads 4 --cold

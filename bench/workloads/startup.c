@@ -112,6 +112,7 @@ int main(int argc, char **argv) {
       prev = g_own[i];
     }
   }
+  printf("# malloc: %s\n", bench_malloc_from());
   if (g_T == 1)
     printf("Benchmarkstartup 1 %llu %s %.0f ns/op\n", (unsigned long long)taken, BENCH_TICK_UNIT, ns);
   else

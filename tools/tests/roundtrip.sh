@@ -33,7 +33,7 @@ for mode in --threads --serial; do
   echo "$out" | grep -q '^Time:' || { echo "FAIL: no MallocBench report"; fail=1; }
 done
 g=$("$REPLAY" "$d/mt.ltrace" --runs 1 --format=gobench | grep '^Benchmark')
-echo "$g" | grep -Eq '^Benchmarkreplay_mt 1 [0-9]+ ns/op [0-9]+ peak-kB [0-9]+ end-kB [0-9]+ faults$' ||
+echo "$g" | grep -Eq '^Benchmarkreplay_mt 1 [0-9]+ ns/op [0-9]+ peak-kB [0-9]+ end-kB [0-9]+ faults [0-9]+ unassisted-end-kB$' ||
   { echo "FAIL: gobench line: '$g'"; fail=1; }
 [ $fail -eq 0 ] && echo PASS
 exit $fail

@@ -12,7 +12,7 @@ fail=0
 for f in "${files[@]}"; do
   name=$(basename "$f" .ltrace.xz)
   out=$(timeout 250 "$REPLAY" "$f" --quick --verify --format=gobench 2>&1) || { echo "FAIL: $f"; echo "$out"; fail=1; continue; }
-  echo "$out" | grep -Eq "^Benchmarkreplay_$name 1 [0-9]+ ns/op [0-9]+ peak-kB [0-9]+ end-kB [0-9]+ faults$" ||
+  echo "$out" | grep -Eq "^Benchmarkreplay_$name 1 [0-9]+ ns/op [0-9]+ peak-kB [0-9]+ end-kB [0-9]+ faults [0-9]+ unassisted-end-kB$" ||
     { echo "FAIL: $f: no Benchmark line"; echo "$out"; fail=1; continue; }
   echo "$out" | grep -E '^(Benchmark|# verify: records)'
 done

@@ -23,7 +23,7 @@ foreach(f report.md results.tsv chart-time.svg chart-peak.svg chart-end.svg
 endforeach()
 file(READ "${OUT}/report.md" md)
 set(expect
-  "nosuch | - | **not run**: /nonexistent/libnosuch.so does not exist"
+  "nosuch | - | - | - | - | **not run**: /nonexistent/libnosuch.so does not exist"
   "**not run**: the dynamic loader refuses it: "
   "commit: ${TESTDATA}/fakebin/bench-commit not built"
   "    churn "
@@ -35,7 +35,7 @@ set(expect
   "| fastpath | alt | **FAIL** | exit status 2"
   "| big_parallel | alt | **FAIL** | timed out after 3 s (1 failed run)"
   "| message_many | all | skipped | needs at least 2 CPUs (fake)"
-  "| churn | all | note | scavenge: malloc_trim"
+  "| malloc_trim(0) | baseline |"
   "<geometric mean>"
   "<arithmetic mean>"
   "<harmonic mean>"
