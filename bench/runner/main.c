@@ -288,6 +288,9 @@ static void build_jobs(results *r, const list_opts *o) {
       arg(j, "--benchmark");
       arg(j, mallocbench_list[i].name);
       if (par) arg(j, "--parallel");
+      /* one long workload per allocator drawn over time: medium, the 1 GiB
+       * rise and what comes back */
+      if (!par && !strcmp(mallocbench_list[i].name, "medium")) arg(j, "--rss-sample-ms=50");
       if (mallocbench_list[i].scale && !o->quick) {
         arg(j, "--scale");
         arg(j, mallocbench_list[i].scale);

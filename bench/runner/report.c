@@ -87,6 +87,7 @@ int report_write(const results *r, const char *dir, int print_tables) {
   series *s = results_series(r, &ns);
   char *names[64], *captions[64];
   int nsvg = svg_write_all(r, s, ns, dir, names, captions, 64);
+  nsvg += svg_write_rss(r, dir, names + nsvg, captions + nsvg, 64 - nsvg);
 
   char path[4096];
   snprintf(path, sizeof path, "%s/report.md", dir);

@@ -222,7 +222,7 @@ int results_save(const results *r, const char *path) {
     put_field(f, x->unit);
     fprintf(f, "\t%.17g\n", x->value);
   }
-  static const char *evn[] = {"fail", "skip", "note"};
+  static const char *evn[] = {"fail", "skip", "note", "rss"};
   for (size_t i = 0; i < r->nevent; i++) {
     const event *e = &r->events[i];
     fprintf(f, "%s\t", evn[e->kind]);
@@ -315,11 +315,12 @@ int results_load(results *r, const char *path) {
       int j = find_job(r, fl[1]), a = find_alloc(r, fl[2]);
       if (j < 0 || a < 0) { bad++; continue; }
       results_add_sample(r, j, a, atoi(fl[3]), fl[4], fl[5], strtod(fl[6], NULL));
-    } else if ((!strcmp(fl[0], "fail") || !strcmp(fl[0], "skip") || !strcmp(fl[0], "note")) &&
+    } else if ((!strcmp(fl[0], "fail") || !strcmp(fl[0], "skip") || !strcmp(fl[0], "note") ||
+                !strcmp(fl[0], "rss")) &&
                n >= 5) {
       int j = find_job(r, fl[1]), a = find_alloc(r, fl[2]);
       if (j < 0 || a < 0) { bad++; continue; }
-      event_kind k = fl[0][0] == 'f' ? EV_FAIL : fl[0][0] == 's' ? EV_SKIP : EV_NOTE;
+      event_kind k = fl[0][0] == 'f' ? EV_FAIL : fl[0][0] == 's' ? EV_SKIP : fl[0][0] == 'r' ? EV_RSS : EV_NOTE;
       results_add_event(r, j, a, atoi(fl[3]), k, fl[4]);
     } else {
       bad++;

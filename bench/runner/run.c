@@ -101,6 +101,19 @@ void run_parse_line(results *r, int j, int a, int run, const char *line, int *nb
       free(name);
       al->release = both;
     } else free(name);
+  } else if (!strncmp(line, "# rss:", 6)) {
+    /* RssAnon over time, of the first run only: appended to one event */
+    if (run != 0) return;
+    for (size_t i = 0; i < r->nevent; i++) {
+      event *e = &r->events[i];
+      if (e->job == j && e->alloc == a && e->kind == EV_RSS) {
+        char *t = xasprintf("%s%s", e->text, line + 6);
+        free(e->text);
+        e->text = t;
+        return;
+      }
+    }
+    results_add_event(r, j, a, run, EV_RSS, line + 6);
   } else if (!strncmp(line, "# note:", 7)) {
     /* keep one copy of each distinct note per (job, allocator) */
     for (size_t i = 0; i < r->nevent; i++) {

@@ -53,7 +53,7 @@ typedef struct {
   double value;
 } sample;
 
-typedef enum { EV_FAIL, EV_SKIP, EV_NOTE } event_kind;
+typedef enum { EV_FAIL, EV_SKIP, EV_NOTE, EV_RSS } event_kind; /* EV_RSS: "T:KB ..." */
 
 typedef struct {
   int job, alloc, run;
@@ -149,6 +149,10 @@ double series_center(const results *r, const series *s, int alloc, int *n);
  * names[] (caller frees) with a caption each. */
 int svg_write_all(const results *r, const series *s, int ns, const char *dir, char **names,
                   char **captions, int max);
+
+/* chart-rss-<job>.svg for every benchmark with "# rss:" samples: RssAnon
+ * over time, one line per allocator (its first run); returns the count */
+int svg_write_rss(const results *r, const char *dir, char **names, char **captions, int max);
 
 /* report.c -------------------------------------------------------------- */
 int report_write(const results *r, const char *dir, int print_tables);

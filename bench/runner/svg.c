@@ -529,3 +529,124 @@ int svg_write_all(const results *r, const series *s, int ns, const char *dir, ch
   }
   return count;
 }
+
+/* ---- RssAnon over time ---------------------------------------------------- */
+
+/* parse "T:KB T:KB ..." into t (s) and v (MB); returns the count */
+static int rss_points(const char *text, double *t, double *v, int max) {
+  int n = 0;
+  const char *p = text;
+  while (*p && n < max) {
+    char *end;
+    unsigned long ms = strtoul(p, &end, 10);
+    if (end == p || *end != ':') break;
+    p = end + 1;
+    unsigned long kb = strtoul(p, &end, 10);
+    if (end == p) break;
+    p = end;
+    t[n] = (double)ms / 1000.0;
+    v[n] = (double)kb / 1024.0;
+    n++;
+    while (*p == ' ') p++;
+  }
+  return n;
+}
+
+#define RSS_PTS 65536
+
+int svg_write_rss(const results *r, const char *dir, char **names, char **captions, int max) {
+  int count = 0;
+  double *t = malloc(sizeof(double) * RSS_PTS), *v = malloc(sizeof(double) * RSS_PTS);
+  for (int j = 0; j < r->njob && count < max; j++) {
+    double tmax = 0, vmax = 0;
+    int any = 0;
+    for (size_t i = 0; i < r->nevent; i++) {
+      const event *e = &r->events[i];
+      if (e->job != j || e->kind != EV_RSS) continue;
+      int n = rss_points(e->text, t, v, RSS_PTS);
+      for (int k = 0; k < n; k++) {
+        if (t[k] > tmax) tmax = t[k];
+        if (v[k] > vmax) vmax = v[k];
+      }
+      any |= n > 1;
+    }
+    if (!any || tmax <= 0 || vmax <= 0) continue;
+    char path[4096];
+    char *name = xasprintf("chart-rss-%s.svg", r->jobs[j].name);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+      free(name);
+      continue;
+    }
+    const int W = 760, H = 420, L = 70, R = 20, T = 50, B = 50;
+    double pw = W - L - R, ph = H - T - B;
+    /* round the axes up to 1, 2 or 5 times a power of ten */
+    double steps[] = {1, 2, 5};
+    double ystep = 1, xstep = 1;
+    for (double m = 1e-3; m < 1e9; m *= 10) {
+      int done = 0;
+      for (int s = 0; s < 3 && !done; s++)
+        if (vmax / (steps[s] * m) <= 6) {
+          ystep = steps[s] * m;
+          done = 1;
+        }
+      if (done) break;
+    }
+    for (double m = 1e-3; m < 1e9; m *= 10) {
+      int done = 0;
+      for (int s = 0; s < 3 && !done; s++)
+        if (tmax / (steps[s] * m) <= 8) {
+          xstep = steps[s] * m;
+          done = 1;
+        }
+      if (done) break;
+    }
+    double ytop = ceil(vmax / ystep) * ystep, xend = ceil(tmax / xstep) * xstep;
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" %s>\n", W, H,
+            FONT);
+    fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H);
+    fprintf(f, "<text x=\"%d\" y=\"18\" font-size=\"14\" font-weight=\"bold\">", L);
+    esc(f, r->jobs[j].name);
+    fputs(": anonymous resident memory (RssAnon) over the process's life, first run</text>\n", f);
+    legend(f, r, L, 38);
+    for (double y = 0; y <= ytop + 1e-9; y += ystep) {
+      double py = T + ph - y / ytop * ph;
+      fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>", L, py, W - R,
+              py);
+      fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%g MB</text>\n",
+              L - 6, py + 4, y);
+    }
+    for (double x = 0; x <= xend + 1e-9; x += xstep) {
+      double px = L + x / xend * pw;
+      fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#eee\"/>", px, T, px,
+              (int)(T + ph));
+      fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">%g s</text>\n",
+              px, (int)(T + ph) + 16, x);
+    }
+    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"11\">time since the process started "
+               "(warm-up, timed runs, pause, forcing release)</text>\n",
+            L, H - 8);
+    for (int a = 0; a < r->nalloc; a++) {
+      for (size_t i = 0; i < r->nevent; i++) {
+        const event *e = &r->events[i];
+        if (e->job != j || e->alloc != a || e->kind != EV_RSS) continue;
+        int n = rss_points(e->text, t, v, RSS_PTS);
+        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
+                palette[a % NPAL]);
+        for (int k = 0; k < n; k++)
+          fprintf(f, "%.1f,%.1f ", L + t[k] / xend * pw, T + ph - v[k] / ytop * ph);
+        fputs("\"/>\n", f);
+        break;
+      }
+    }
+    fputs("</svg>\n", f);
+    fclose(f);
+    names[count] = name;
+    captions[count] = xasprintf("%s: RssAnon over time, one line per allocator", r->jobs[j].name);
+    count++;
+  }
+  free(t);
+  free(v);
+  return count;
+}

@@ -15,7 +15,7 @@ foreach(f report.md results.tsv chart-time.svg chart-peak.svg chart-end.svg
   endif()
 endforeach()
 file(READ "${OUT}/report.md" md)
-foreach(pic chart-time.svg chart-peak.svg chart-end.svg chart-scaling-fixed_block_scaling.svg)
+foreach(pic chart-time.svg chart-peak.svg chart-end.svg chart-scaling-fixed_block_scaling.svg chart-rss-medium.svg)
   string(FIND "${md}" "(${pic})" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "report.md does not embed ${pic}")
