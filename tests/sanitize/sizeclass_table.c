@@ -1,0 +1,175 @@
+/* sizeclass_table: a white-box proof of the small size-class table, linked
+ * with liblithe.a so it calls lithe's own internal functions.
+ *
+ *  1. every size 1..SMALL_MAX maps (size_class(), the table lookup up to
+ *     LUT_MAX and the count-leading-zeros formula above; and the fast
+ *     path's class_lut[(n + 15) >> 4]) to the smallest class that holds it,
+ *     and malloc(n) really hands out a block of that class's size;
+ *  2. the division magic span_init_small sets is exact: for every class and
+ *     both its span sizes (first span, later spans), small_block_start(s,
+ *     off) is true exactly at the multiples of the block size, for every
+ *     offset inside the span (brute force);
+ *  3. the worst-case internal rounding and the tail waste of each class,
+ *     measured, must equal the table in src/sizeclass.c's header comment
+ *     (argument 1: that file), so the comment stays true.  With --print it
+ *     writes the table to paste there. */
+#include "testutil.h"
+#include "internal.h"
+#include "fastpath.h"
+
+#include <malloc.h>
+
+typedef struct {
+  unsigned cls;
+  uint32_t size;
+  size_t worst_n;             /* request with the most rounding            */
+  double worst_block_pct;     /* (size - n) / size at worst_n              */
+  double worst_request_pct;   /* (size - n) / n at worst_n                 */
+  uint32_t span, first;       /* span bytes (later spans, first span)      */
+  double tail_pct, first_tail_pct; /* unusable span end, % of the span     */
+} row_t;
+
+static row_t rows[NCLASSES];
+
+static void check_mapping(void) {
+  unsigned prev = 0;
+  for (size_t n = 1; n <= SMALL_MAX; n++) {
+    unsigned c = size_class(n);
+    CHECKF(c >= 1 && c < NCLASSES, "size %zu -> class %u (out of 1..%d)", n, c, NCLASSES - 1);
+    CHECKF(class_size[c] >= n, "size %zu -> class %u of %u bytes: too small", n, c, class_size[c]);
+    CHECKF(c == 1 || class_size[c - 1] < n,
+           "size %zu -> class %u (%u B), but class %u (%u B) fits", n, c, class_size[c], c - 1,
+           class_size[c - 1]);
+    CHECKF(c >= prev, "size %zu -> class %u after class %u: not monotonic", n, c, prev);
+    if (n <= LUT_MAX) {
+      unsigned f = class_lut[(n + 15) >> 4]; /* what malloc_inline indexes */
+      CHECKF(f == c, "size %zu: fast-path table says class %u, size_class %u", n, f, c);
+    }
+    prev = c;
+  }
+  /* end to end: malloc(n)'s usable size is its class's size */
+  for (size_t n = 1; n <= SMALL_MAX; n++) {
+    void *p = malloc(n);
+    CHECKF(p != NULL, "malloc(%zu)", n);
+    size_t u = malloc_usable_size(p);
+    CHECKF(u == class_size[size_class(n)], "malloc(%zu): usable %zu, class size %u", n, u,
+           class_size[size_class(n)]);
+    free(p);
+  }
+  printf("mapping: sizes 1..%zu each map to the smallest class that holds them (%d classes)\n",
+         (size_t)SMALL_MAX, NCLASSES - 1);
+}
+
+static void check_magic(void) {
+  static span_t s;
+  char *base = (char *)((uintptr_t)1 << 40); /* any page-aligned address: no memory is touched */
+  uint64_t checked = 0;
+  for (unsigned c = 1; c < NCLASSES; c++) {
+    uint32_t sizes[2] = {class_first_span_bytes[c], class_span_bytes[c]};
+    for (int k = 0; k < 2; k++) {
+      memset(&s, 0, sizeof s);
+      s.start = base;
+      s.bytes = sizes[k];
+      span_init_small(&s, c);
+      CHECKF(s.block_size == class_size[c], "class %u: block size %u", c, s.block_size);
+      CHECKF(s.capacity == sizes[k] / class_size[c], "class %u span %u: capacity %u", c, sizes[k],
+             s.capacity);
+      for (size_t off = 0; off < s.bytes; off++) {
+        bool want = off % class_size[c] == 0;
+        if (small_block_start(&s, off) != want)
+          FAIL("class %u (%u B), span %zu B, magic 0x%" PRIx64 ": offset %zu says %s block start",
+               c, class_size[c], s.bytes, s.div_magic, off, want ? "not a" : "a");
+      }
+      checked += s.bytes;
+    }
+  }
+  printf("division magic: exact at all %" PRIu64 " offsets of every class's two span sizes\n",
+         checked);
+}
+
+static void measure(void) {
+  for (unsigned c = 1; c < NCLASSES; c++) {
+    row_t *r = &rows[c];
+    r->cls = c;
+    r->size = class_size[c];
+    /* the smallest request of the class rounds the most */
+    size_t n = (size_t)class_size[c - 1] + 1;
+    if (c == 1) n = 1;
+    r->worst_n = n;
+    r->worst_block_pct = 100.0 * (double)(r->size - n) / r->size;
+    r->worst_request_pct = 100.0 * (double)(r->size - n) / (double)n;
+    r->span = class_span_bytes[c];
+    r->first = class_first_span_bytes[c];
+    r->tail_pct = 100.0 * (double)(r->span % r->size) / r->span;
+    r->first_tail_pct = 100.0 * (double)(r->first % r->size) / r->first;
+  }
+}
+
+static int format_row(char *buf, size_t cap, const row_t *r) {
+  return snprintf(buf, cap, " *   %2u %6u %6zu %5.1f %7.1f %7u %5.2f %7u %5.2f", r->cls, r->size,
+                  r->worst_n, r->worst_block_pct, r->worst_request_pct, r->span, r->tail_pct,
+                  r->first, r->first_tail_pct);
+}
+
+#define HEADER " *  cls   size  worst block% request%   span tail%   first tail%"
+
+static void print_table(FILE *f) {
+  char line[160];
+  fprintf(f, "%s\n", HEADER);
+  for (unsigned c = 1; c < NCLASSES; c++) {
+    format_row(line, sizeof line, &rows[c]);
+    fprintf(f, "%s\n", line);
+  }
+}
+
+/* the table in sizeclass.c's comment must be exactly the measured one */
+static void check_comment(const char *path) {
+  FILE *f = fopen(path, "r");
+  CHECKF(f != NULL, "open %s: %s", path, strerror(errno));
+  char line[256];
+  unsigned c = 0;
+  bool in = false;
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = 0;
+    if (!in) {
+      if (strcmp(line, HEADER) == 0) in = true, c = 1;
+      continue;
+    }
+    if (c >= NCLASSES) break;
+    char want[160];
+    format_row(want, sizeof want, &rows[c]);
+    CHECKF(strcmp(line, want) == 0,
+           "%s: class %u's row is\n%s\nmeasured:\n%s\n(run test-sizeclass_table --print and "
+           "paste the table into the comment)", path, c, line, want);
+    c++;
+  }
+  fclose(f);
+  CHECKF(in, "%s has no measured table (header line \"%s\")", path, HEADER);
+  CHECKF(c == NCLASSES, "%s: table has %u rows, want %d", path, c - 1, NCLASSES - 1);
+  printf("%s: its table is the measured one\n", path);
+}
+
+int main(int argc, char **argv) {
+  tu_require_lithe();
+  lithe_process_init();
+  bool print = argc > 1 && strcmp(argv[1], "--print") == 0;
+  check_mapping();
+  check_magic();
+  measure();
+  double wb = 0, wr = 0, wt = 0;
+  size_t wbn = 0, wrn = 0;
+  unsigned wtc = 0;
+  for (unsigned c = 9; c < NCLASSES; c++) { /* above the 16-byte steps */
+    if (rows[c].worst_block_pct > wb) wb = rows[c].worst_block_pct, wbn = rows[c].worst_n;
+    if (rows[c].worst_request_pct > wr) wr = rows[c].worst_request_pct, wrn = rows[c].worst_n;
+  }
+  for (unsigned c = 1; c < NCLASSES; c++)
+    if (rows[c].tail_pct > wt) wt = rows[c].tail_pct, wtc = c;
+  printf("classes above 128 B: worst rounding %.1f %% of the block (size %zu), %.1f %% of the "
+         "request (size %zu); worst tail %.2f %% of a span (class %u, %u B)\n",
+         wb, wbn, wr, wrn, wt, wtc, class_size[wtc]);
+  print_table(stdout);
+  if (print) return 0;
+  if (argc > 1) check_comment(argv[1]);
+  return 0;
+}
