@@ -109,9 +109,14 @@ static inline const char *memend_release(void) {
 }
 
 /* the pause of the unassisted sample: --pause-ms if given (>= 0), else
- * LITHE_PURGE_DELAY_MS + 100 when that is set and >= 0, else 1100 ms */
+ * BENCH_PAUSE_MS if set (lithe-bench sets 0 after the first round, so the
+ * 1.1 s is paid once per benchmark and allocator), else
+ * LITHE_PURGE_DELAY_MS + 100 when that is set and >= 0, else 1100 ms.
+ * 0 = no pause and no unassisted figure. */
 static inline long memend_pause_ms(long given) {
   if (given >= 0) return given;
+  const char *b = getenv("BENCH_PAUSE_MS");
+  if (b && *b) return strtol(b, NULL, 10);
   const char *v = getenv("LITHE_PURGE_DELAY_MS");
   if (v && *v) {
     long d = strtol(v, NULL, 10);

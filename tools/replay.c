@@ -556,7 +556,8 @@ int main(int argc, char **argv) {
   if (runs < 0) runs = 0;
   uint64_t limit = UINT64_MAX;
   if (quick) { runs = 1; warmup = false; limit = 200000; }
-  if (quick && pause_ms < 0) pause_ms = 100; /* quick mode: not for claims */
+  if (quick && pause_ms < 0 && !getenv("BENCH_PAUSE_MS"))
+    pause_ms = 100; /* quick mode: not for claims */
   memend_init(); /* before the work: a failed dlsym allocates */
 
   struct blob b = load_file(g_file);
@@ -650,8 +651,12 @@ int main(int argc, char **argv) {
   double ns = runs ? total_ns / runs : 0;
   long fpr = runs ? faults / runs : 0;
 
-  printf("# scavenge: %s before end-kB; unassisted-end-kB after a %ld ms pause, no call\n", scav,
-         pause);
+  if (pause > 0)
+    printf("# scavenge: %s before end-kB; unassisted-end-kB after a %ld ms pause, no call\n", scav,
+           pause);
+  else printf("# scavenge: %s before end-kB; no pause, no unassisted figure\n", scav);
+  char idlebuf[48] = "";
+  if (pause > 0) snprintf(idlebuf, sizeof idlebuf, " %ld unassisted-end-kB", idle_end);
   printf("# malloc: %s\n", memend_malloc_from());
   if (keep_leftovers)
     printf("# note: trace leftovers kept live: %" PRIu64 " bytes in %" PRIu64 " objects (%" PRIu64
@@ -680,12 +685,11 @@ int main(int argc, char **argv) {
          t->bk_bytes / 1024);
   if (gobench) {
     if (runs > 0)
-      printf("Benchmarkreplay_%s%s %d %.0f ns/op %ld peak-kB %ld end-kB %ld faults %ld "
-             "unassisted-end-kB\n", keep_leftovers ? "keep_" : "", name, runs, ns, peak, end, fpr,
-             idle_end);
+      printf("Benchmarkreplay_%s%s %d %.0f ns/op %ld peak-kB %ld end-kB %ld faults%s\n",
+             keep_leftovers ? "keep_" : "", name, runs, ns, peak, end, fpr, idlebuf);
     else
-      printf("Benchmarkreplay_%s%s 1 %ld peak-kB %ld end-kB %ld unassisted-end-kB\n",
-             keep_leftovers ? "keep_" : "", name, peak, end, idle_end);
+      printf("Benchmarkreplay_%s%s 1 %ld peak-kB %ld end-kB%s\n", keep_leftovers ? "keep_" : "",
+             name, peak, end, idlebuf);
   } else {
     printf("Running replay_%s [ not parallel ] [ %s ] [ heap: 0MB ] [ runs: %d ]...\n", name,
            serial ? "don't use-thread-id" : "use-thread-id", runs);
@@ -693,7 +697,7 @@ int main(int argc, char **argv) {
     else printf("Time:\tn/a\n");
     printf("Peak Memory:\t%ldkB\n", peak);
     printf("Memory at End:\t%ldkB\n", end);
-    printf("Memory at End (unassisted):\t%ldkB\n", idle_end);
+    if (pause > 0) printf("Memory at End (unassisted):\t%ldkB\n", idle_end);
     printf("Minor Faults:\t%ld per run\n", fpr);
   }
   if (quick) printf("# note: --quick: first %" PRIu64 " records, one run (not for claims)\n", t->nrec);

@@ -125,14 +125,18 @@ void run_parse_line(results *r, int j, int a, int run, const char *line, int *nb
   }
 }
 
-/* environment of the child: ours minus LD_PRELOAD, plus the allocator's */
-static char **child_env(const char *preload) {
+/* environment of the child: ours minus LD_PRELOAD, plus the allocator's;
+ * after the first round BENCH_PAUSE_MS=0: the unassisted memory sample and
+ * its pause (1.1 s per process) are taken in the first round only */
+static char **child_env(const char *preload, int nopause) {
   size_t n = 0;
   while (environ[n]) n++;
-  char **env = xrealloc(NULL, (n + 2) * sizeof *env);
+  char **env = xrealloc(NULL, (n + 3) * sizeof *env);
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
-    if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0) env[k++] = environ[i];
+    if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0 && strncmp(environ[i], "BENCH_PAUSE_MS=", 15))
+      env[k++] = environ[i];
+  if (nopause) env[k++] = (char *)"BENCH_PAUSE_MS=0";
   if (preload) env[k++] = xasprintf("LD_PRELOAD=%s", preload);
   env[k] = NULL;
   return env;
@@ -178,7 +182,7 @@ int run_preflight(const char *lib, char *why, size_t n) {
   if (!prog) return 0; /* nothing to try it with */
   int errp[2];
   if (pipe2(errp, O_CLOEXEC)) return 0;
-  char **env = child_env(lib);
+  char **env = child_env(lib, 0);
   pid_t pid = fork();
   if (pid < 0) {
     free_child_env(env, 1);
@@ -258,7 +262,7 @@ run_outcome run_one(results *r, int j, int a, int run, int timeout_s) {
     snprintf(o.why, sizeof o.why, "pipe: %s", strerror(errno));
     return o;
   }
-  char **env = child_env(al->path);
+  char **env = child_env(al->path, run > 0);
   double t0 = now_s();
   pid_t pid = fork();
   if (pid < 0) {

@@ -1180,7 +1180,8 @@ int main(int argc, char **argv) {
   }
   if (runs < 0) runs = 0;
   g_ncpu_cfg = threads > 0 ? threads : bench_ncpu();
-  if (g_quick && pause_ms < 0) pause_ms = 100; /* quick mode: not for claims */
+  if (g_quick && pause_ms < 0 && !getenv("BENCH_PAUSE_MS"))
+    pause_ms = 100; /* quick mode: not for claims */
 
   char fullname[128];
   snprintf(fullname, sizeof fullname, "%s%s%s", name, parallel ? "_parallel" : "",
@@ -1250,21 +1251,27 @@ int main(int argc, char **argv) {
   char livebuf[96] = "";
   if (g_live_bytes) {
     double live_kb = (double)g_live_bytes / 1024;
-    snprintf(livebuf, sizeof livebuf, " %.0f live-kB %.2f end-per-live %.2f unassisted-end-per-live",
-             live_kb, (double)end / live_kb, (double)idle_end / live_kb);
+    int k = snprintf(livebuf, sizeof livebuf, " %.0f live-kB %.2f end-per-live", live_kb,
+                     (double)end / live_kb);
+    if (pause > 0)
+      snprintf(livebuf + k, sizeof livebuf - (size_t)k, " %.2f unassisted-end-per-live",
+               (double)idle_end / live_kb);
   }
   double mean_ns = runs > 0 ? (double)total_ns / runs : 0;
 
-  printf("# scavenge: %s before end-kB; unassisted-end-kB after a %ld ms pause, no call\n", scav,
-         pause);
+  if (pause > 0)
+    printf("# scavenge: %s before end-kB; unassisted-end-kB after a %ld ms pause, no call\n", scav,
+           pause);
+  else printf("# scavenge: %s before end-kB; no pause, no unassisted figure\n", scav);
+  char idlebuf[48] = "";
+  if (pause > 0) snprintf(idlebuf, sizeof idlebuf, " %ld unassisted-end-kB", idle_end);
   printf("# malloc: %s\n", bench_malloc_from());
   if (gobench) {
     if (runs > 0)
-      printf("Benchmark%s %d %.0f ns/op %ld peak-kB %ld end-kB %ld faults %ld unassisted-end-kB%s\n",
-             fullname, runs, mean_ns, peak, end, faults, idle_end, livebuf);
+      printf("Benchmark%s %d %.0f ns/op %ld peak-kB %ld end-kB %ld faults%s%s\n", fullname, runs,
+             mean_ns, peak, end, faults, idlebuf, livebuf);
     else
-      printf("Benchmark%s 1 %ld peak-kB %ld end-kB %ld unassisted-end-kB\n", fullname, peak, end,
-             idle_end);
+      printf("Benchmark%s 1 %ld peak-kB %ld end-kB%s\n", fullname, peak, end, idlebuf);
   } else {
     printf("Running %s [ %s ] [ don't use-thread-id ] [ heap: %ldMB ] [ runs: %d ]...\n", name,
            parallel ? "parallel" : "not parallel", heap_mb, runs);
@@ -1274,7 +1281,7 @@ int main(int argc, char **argv) {
       printf("Time:\tn/a\n");
     printf("Peak Memory:\t%ldkB\n", peak);
     printf("Memory at End:\t%ldkB\n", end);
-    printf("Memory at End (unassisted):\t%ldkB\n", idle_end);
+    if (pause > 0) printf("Memory at End (unassisted):\t%ldkB\n", idle_end);
     printf("Minor Faults:\t%ld per run\n", faults);
   }
   if (g_quick) printf("# note: --quick sizes (not for claims)\n");
