@@ -40,7 +40,6 @@ static size_t heaps_live, heaps_created;
 static span_list_t abandoned[NCLASSES];
 static _Atomic size_t abandoned_count;
 static pthread_key_t heap_key;
-static _Atomic int atfork_registered;
 
 /* After its heap is torn down a thread may still allocate, from a later
  * pthread key destructor.  A new heap then could outlive the destructor
@@ -123,6 +122,8 @@ void heap_key_init(void) {
 
 static heap_t *heap_thread_init(void) {
   lithe_process_init();
+  /* its pthread_atfork call may have allocated, and made this thread's heap */
+  if (lithe_tls_heap != &lithe_empty_heap) return lithe_tls_heap;
   pthread_mutex_lock(&heaps_lock);
   heap_t *h = heap_pool;
   if (h) {
@@ -141,10 +142,6 @@ static heap_t *heap_thread_init(void) {
   h->live = true;
   lithe_tls_heap = h;
   pthread_setspecific(heap_key, h);
-  if (!atomic_exchange(&atfork_registered, 1)) {
-    /* may allocate: the heap is in place, so that is fine now */
-    pthread_atfork(heap_fork_prepare, heap_fork_parent, heap_fork_child);
-  }
   return h;
 }
 

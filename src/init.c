@@ -1,6 +1,7 @@
 /* init.c — process-wide set-up, done once at the first allocation of any
  * thread (lithe may be called before main, from other libraries'
- * constructors, or from dlsym).  Nothing here allocates. */
+ * constructors, or from dlsym), or when the library is loaded, whichever
+ * comes first.  Nothing here allocates. */
 #include "internal.h"
 
 _Atomic int lithe_initialized;
@@ -19,7 +20,21 @@ static void process_init(void) {
   atomic_store_explicit(&lithe_initialized, 1, memory_order_release);
 }
 
+/* The fork handlers are registered as early as lithe can: prepare handlers
+ * run in the reverse order of registration, and lithe's holds every lithe
+ * lock until the fork is done, so it must run after every other library's
+ * prepare handler (which may allocate); its child handler, which makes
+ * the locks usable again, must run before theirs.  Registered after
+ * process_init: pthread_atfork may allocate. */
+static _Atomic int atfork_registered;
+
 void lithe_process_init(void) {
   if (likely(atomic_load_explicit(&lithe_initialized, memory_order_acquire))) return;
   pthread_once(&init_once, process_init);
+  if (!atomic_exchange(&atfork_registered, 1))
+    pthread_atfork(heap_fork_prepare, heap_fork_parent, heap_fork_child);
 }
+
+/* At load time (before main, and before the constructors of the program
+ * and of libraries loaded after lithe), unless an allocation came first. */
+__attribute__((constructor)) static void lithe_load(void) { lithe_process_init(); }
