@@ -36,6 +36,7 @@ uintptr_t lithe_free_key;
 pthread_mutex_t heaps_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_mutex_t abandoned_lock = PTHREAD_MUTEX_INITIALIZER;
 static heap_t *heap_pool;      /* heaps of exited threads, for reuse   */
+static heap_t *all_heaps;      /* every heap ever made (never freed)   */
 static size_t heaps_live, heaps_created;
 static span_list_t abandoned[NCLASSES];
 static _Atomic size_t abandoned_count;
@@ -128,10 +129,12 @@ static heap_t *heap_thread_init(void) {
   heap_t *h = heap_pool;
   if (h) {
     heap_pool = h->next_pool;
-  } else {
-    h = meta_alloc(sizeof(heap_t));
+  } else if ((h = meta_alloc(sizeof(heap_t))) != NULL) {
+    h->next_all = all_heaps;
+    all_heaps = h;
   }
   if (h) {
+    h->live = true; /* under the lock: a forked child trusts it */
     heaps_live++;
     heaps_created++;
   }
@@ -139,7 +142,6 @@ static heap_t *heap_thread_init(void) {
   if (!h) return NULL;
   for (unsigned c = 0; c < NCLASSES; c++) h->current[c] = &lithe_empty_span;
   memset(h->spans_made, 0, sizeof h->spans_made);
-  h->live = true;
   lithe_tls_heap = h;
   pthread_setspecific(heap_key, h);
   return h;
@@ -483,8 +485,52 @@ static void fork_child_reclaim(heap_t *h) {
   }
 }
 
-/* The child has only the forking thread; the other threads' heaps stay as
- * they were (their memory is the child's copy of the parent's live data). */
+/* A span still on orphan heap h's lists: its thread may have been in the
+ * middle of moving it (giving it away at its exit, say) when the process
+ * forked; a span that is no longer h's small span is left alone. */
+static inline bool orphan_owns(heap_t *h, span_t *s) {
+  return s->kind == SPAN_SMALL && atomic_load_explicit(&s->owner, memory_order_relaxed) == h;
+}
+
+/* In the child, h belongs to a thread that does not exist here: give its
+ * spans away as that thread's exit would have (empty ones to the page
+ * heap, the others abandoned, to be adopted), so their blocks, freed by
+ * the child, are reused.  Nothing can be notifying h any more: the
+ * notify states are cleared, not waited for.  The lists are walked
+ * forwards only, each span checked: a list the thread was changing at the
+ * fork is cut short or skips a span (which then stays unused), never
+ * followed into a span that is not h's. */
+static void fork_child_orphan(heap_t *h) {
+  atomic_store_explicit(&h->remote_spans, NULL, memory_order_relaxed);
+  for (span_t *s = h->full.first; s; s = s->next)
+    if (orphan_owns(h, s))
+      atomic_fetch_and_explicit(&s->thread_free, ~(uintptr_t)TF_MASK, memory_order_relaxed);
+  for (unsigned c = 1; c < NCLASSES; c++) {
+    for (span_t *s = h->avail[c].first, *next; s; s = next) {
+      next = s->next;
+      if (orphan_owns(h, s)) span_abandon(s);
+    }
+    h->avail[c].first = h->avail[c].last = NULL;
+    h->current[c] = &lithe_empty_span;
+  }
+  for (span_t *s = h->full.first, *next; s; s = next) {
+    next = s->next;
+    if (orphan_owns(h, s)) span_abandon(s);
+  }
+  h->full.first = h->full.last = NULL;
+  while (h->ncache) {
+    span_t *s = h->cache[--h->ncache];
+    if (s->kind == SPAN_SMALL) span_to_pages(s);
+  }
+  h->live = false;
+  h->next_pool = heap_pool;
+  heap_pool = h;
+  heaps_live--;
+}
+
+/* The child has only the forking thread: the other threads' heaps are
+ * orphans, given away so that their memory (the child's copy of the
+ * parent's live data) is reclaimed as the child frees it. */
 void heap_fork_child(void) {
   pthread_mutex_init(&meta_lock, NULL);
   pthread_mutex_init(&pagemap_lock, NULL);
@@ -492,6 +538,9 @@ void heap_fork_child(void) {
   pthread_mutex_init(&abandoned_lock, NULL);
   pthread_mutex_init(&heaps_lock, NULL);
   pthread_mutex_init(&fallback_lock, NULL);
-  if (lithe_tls_heap != &lithe_empty_heap) fork_child_reclaim(lithe_tls_heap);
+  heap_t *self = lithe_tls_heap;
+  if (self != &lithe_empty_heap) fork_child_reclaim(self);
   fork_child_reclaim(&fallback_heap);
+  for (heap_t *h = all_heaps; h; h = h->next_all)
+    if (h->live && h != self) fork_child_orphan(h);
 }

@@ -174,6 +174,7 @@ typedef struct heap_s {
   unsigned ncache;
   uint8_t spans_made[NCLASSES];       /* 0: next span is a first span    */
   struct heap_s *next_pool;           /* pool of heaps of exited threads */
+  struct heap_s *next_all;            /* every heap made (fork child walks it) */
   bool live;
 } heap_t;
 
