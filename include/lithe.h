@@ -38,6 +38,7 @@ void  *lithe_realloc(void *ptr, size_t size);
 void  *lithe_reallocarray(void *ptr, size_t count, size_t size);
 void   lithe_free(void *ptr);
 void   lithe_free_sized(void *ptr, size_t size);
+void   lithe_free_aligned_sized(void *ptr, size_t alignment, size_t size); /* C23 */
 int    lithe_posix_memalign(void **out, size_t alignment, size_t size);
 void  *lithe_aligned_alloc(size_t alignment, size_t size);
 void  *lithe_memalign(size_t alignment, size_t size);

@@ -362,3 +362,23 @@ size_t pages_collect(bool force) {
   pthread_mutex_unlock(&pages_lock);
   return purged;
 }
+
+/* Every span of every arena, bottom up, for introspection (introspect.c):
+ * fn runs under pages_lock, so it must neither allocate nor lock.  Runs are
+ * walked by their lengths: page-heap runs and allocated spans tile each
+ * arena from base to bump, and each run's first page maps to it. */
+void pages_walk(void (*fn)(const span_t *s, void *arg), void *arg) {
+  pthread_mutex_lock(&pages_lock);
+  for (arena_t *a = arenas; a; a = a->next) {
+    for (char *p = a->base; p < a->bump;) {
+      const span_t *s = pagemap_lookup(p);
+      if (s && s->start == p && s->bytes >= PAGE_SIZE) {
+        fn(s, arg);
+        p += s->bytes;
+      } else {
+        p += PAGE_SIZE; /* not a run's first page: cannot happen while the tiling holds */
+      }
+    }
+  }
+  pthread_mutex_unlock(&pages_lock);
+}

@@ -268,6 +268,27 @@ size_t pages_collect(bool force) INTERNAL;                    /* purge; returns 
 void pages_init(void) INTERNAL;
 size_t pages_arena_count(void) INTERNAL;
 size_t pages_purged_bytes(void) INTERNAL;
+void pages_walk(void (*fn)(const span_t *s, void *arg), void *arg) INTERNAL;
+
+/* introspect.c: one consistent pass over the arenas (under pages_lock),
+ * for mallinfo2 / malloc_info / malloc_stats and the JSON statistics.
+ * Exact when no other thread allocates meanwhile; otherwise a snapshot
+ * whose block counts may lag by the blocks in flight. */
+typedef struct class_stats_s {
+  size_t spans;        /* spans of this class (in use, cached or abandoned) */
+  size_t blocks_live;  /* blocks handed out and not freed                 */
+  size_t blocks_free;  /* blocks carved or never used, not handed out     */
+  size_t span_bytes;   /* bytes of those spans                            */
+} class_stats_t;
+typedef struct heap_walk_s {
+  class_stats_t cls[NCLASSES];
+  size_t small_live_bytes;  /* blocks_live * block size, all classes       */
+  size_t small_free_bytes;
+  size_t large_live, large_bytes;   /* page-run objects                    */
+  size_t free_runs, free_bytes;     /* page-heap runs and their bytes      */
+  size_t free_dirty_bytes;          /* ... whose pages may be resident     */
+} heap_walk_t;
+void heap_walk(heap_walk_t *w) INTERNAL;
 
 /* span.c */
 void span_init_small(span_t *s, unsigned cls) INTERNAL;
