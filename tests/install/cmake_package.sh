@@ -15,6 +15,8 @@ for p in hello hello_static; do
   out=$("$TMP/b/$p") || fail "$p exited $?: $out"
   echo "$p: $out"
 done
-ldd "$TMP/b/hello" | grep -q "$prefix/lib/liblithe.so.$SOVERSION" || fail "hello does not load $prefix/lib/liblithe.so.$SOVERSION"
-if ldd "$TMP/b/hello_static" | grep -q liblithe; then fail "hello_static loads liblithe.so"; fi
+ldd "$TMP/b/hello" >"$TMP/ldd" 2>&1 || true
+grep -q "$prefix/lib/liblithe.so.$SOVERSION" "$TMP/ldd" || fail "hello does not load $prefix/lib/liblithe.so.$SOVERSION: $(cat "$TMP/ldd")"
+ldd "$TMP/b/hello_static" >"$TMP/ldd" 2>&1 || true
+if grep -q liblithe "$TMP/ldd"; then fail "hello_static loads liblithe.so: $(cat "$TMP/ldd")"; fi
 echo "install_cmake_package: OK"

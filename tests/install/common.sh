@@ -1,5 +1,7 @@
 # Shared by the install_* tests: PREFIX is the scratch install of this build
 # (made by install_tree, the fixture the others require); skip / fail helpers.
+# (pipefail: no `cmd | grep -q` here: grep -q exits at the first match and
+# cmd's SIGPIPE would fail the pipeline; grep a file instead)
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)

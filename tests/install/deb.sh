@@ -45,7 +45,8 @@ deps=$(dpkg-deb -f "$rt" Depends)
 [[ "$deps" == *"libc6 (>= "* ]] || fail "liblithe$SOVERSION Depends '$deps': no libc6 version"
 [ "$(dpkg-deb -f "$dev" Depends)" = "liblithe$SOVERSION (= $VERSION-1), libc6-dev | libc-dev" ] ||
   fail "liblithe-dev Depends '$(dpkg-deb -f "$dev" Depends)'"
-dpkg-deb --ctrl-tarfile "$rt" | tar -t | grep -qx './shlibs' || fail "liblithe$SOVERSION has no shlibs file"
+dpkg-deb --ctrl-tarfile "$rt" | tar -t >"$TMP/ctrl"
+grep -qx './shlibs' "$TMP/ctrl" || fail "liblithe$SOVERSION has no shlibs file"
 dpkg-deb --ctrl-tarfile "$rt" | tar -x -O ./shlibs | tee "$TMP/shlibs"
 grep -qx "liblithe $SOVERSION liblithe$SOVERSION (>= $VERSION)" "$TMP/shlibs" || fail "shlibs: $(cat "$TMP/shlibs")"
 mkdir "$TMP/root"
