@@ -10,10 +10,19 @@
 
 void free_slow(void *p, const char *op) INTERNAL;
 
+/* malloc: every small size (<= SMALL_MAX) is one table lookup away from
+ * its class (internal.h, lut_index); pop the current span's free list.
+ * Before set-up class_lut is all zero: class 0's current span is the empty
+ * one, whose free list is NULL, so the first malloc lands in the slow path
+ * that sets everything up.  `key = 0` clears the double-free mark. */
 static inline void *malloc_inline(size_t n) {
   heap_t *h = lithe_tls_heap;
-  if (likely(n <= LUT_MAX)) {
-    span_t *s = h->current[class_lut[(n + 15) >> 4]];
+  size_t i;
+  if (likely(n <= LUT_MAX)) i = (n + 15) >> 4; /* tested first: the common sizes */
+  else if (n <= SMALL_MAX) i = LUT_HI_BASE + ((n + 255) >> 8);
+  else goto slow;
+  {
+    span_t *s = h->current[class_lut[i]];
     block_t *b = s->free;
     if (likely(b != NULL)) {
       lt_assert_block(s, b); /* a corrupted free list stops here (Debug) */
@@ -24,6 +33,7 @@ static inline void *malloc_inline(size_t n) {
       return b;
     }
   }
+slow:
   if (unlikely(n > ALLOC_MAX)) { errno = ENOMEM; return NULL; }
   return heap_malloc_generic(h, n);
 }
@@ -34,20 +44,25 @@ static inline bool small_block_start(const span_t *s, size_t off) {
   return off * s->div_magic <= s->div_magic - 1;
 }
 
-/* The fast path: no NULL test up front (NULL finds no span and goes slow),
- * and an address above 2^48 wraps its L1 index but then fails the span's
- * range check, so one path proves the pointer is a block start. */
+/* free: no NULL test up front (NULL finds no span and goes slow).  One
+ * unsigned compare, off < carved, proves p lies in the part of a small
+ * span that has been handed out: carved is 0 in every other kind of span,
+ * a p below start wraps to a huge off, and so does an address above 2^48
+ * (its L1 index wraps, but it lies above every span).  Lemire's test then
+ * proves p is a block start, and the key compare catches a double free
+ * (confirmed by a scan in the slow path).  Then the owner pushes on the
+ * span's free list; the span goes to the slow path only when `used` falls
+ * to its free_trigger (heap.c); another thread's free is a CAS push. */
 static inline void free_inline(void *p) {
   uintptr_t a = (uintptr_t)p;
   span_t **l2 = atomic_load_explicit(&pagemap_l1[(a >> L1_SHIFT) & (L1_COUNT - 1)], memory_order_relaxed);
   if (unlikely(l2 == NULL)) { free_slow(p, "free"); return; }
   span_t *s = l2[(a >> PAGE_SHIFT) & (L2_COUNT - 1)];
-  if (unlikely(s == NULL || s->kind != SPAN_SMALL)) { free_slow(p, "free"); return; }
+  if (unlikely(s == NULL)) { free_slow(p, "free"); return; }
   size_t off = (size_t)((char *)p - s->start);
   block_t *b = p;
   uintptr_t key = lithe_free_key;
-  if (unlikely(off >= s->bytes || (char *)p >= s->bump || !small_block_start(s, off) ||
-               b->key == key)) {
+  if (unlikely(off >= s->carved || !small_block_start(s, off) || b->key == key)) {
     free_slow(p, "free");
     return;
   }

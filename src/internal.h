@@ -61,7 +61,13 @@
 #endif
 #define SMALL_MAX   ((size_t)1 << SMALL_SHIFT)
 #define NCLASSES    (9 + 4 * (SMALL_SHIFT - 7)) /* 0 unused; 1..8: 16..128 */
-#define LUT_MAX     1024        /* sizes <= this use the direct table     */
+/* Every small size finds its class in one table (class_lut), so the
+ * inline fast path serves all of them: 16-byte steps up to 1 KiB (entries
+ * 0..64), 256-byte steps above (classes above 1 KiB are multiples of 256):
+ * entry LUT_HI_BASE + ceil(n / 256), 65 .. 188 for SMALL_MAX 32 KiB. */
+#define LUT_MAX     1024
+#define LUT_HI_BASE 60          /* ceil(1025 / 256) = 5 -> entry 65 */
+#define LUT_ENTRIES (LUT_HI_BASE + (SMALL_MAX >> 8) + 1)
 #define LARGE_MAX_CAP ((size_t)16 * MiB)
 
 /* Bytes of a span for small objects: 64 KiB (mimalloc's small page size)
@@ -136,10 +142,13 @@ typedef struct span_s {
   uint8_t cls;
   uint8_t kind;
   uint8_t dirty;             /* FREE runs: pages may be resident         */
+  uint32_t carved;           /* small: bump - start; 0 for every other
+                                kind, so free()'s one "off < carved" test
+                                refuses pointers outside the span, never
+                                handed out, or in a non-small span      */
   struct arena_s *arena;             /* NULL for xlarge                  */
-  char *bump;                /* small: first never-used block (free()
-                                refuses blocks at or above it; written
-                                only when the owner carves a new slice) */
+  char *bump;                /* small: first never-used block; written
+                                only when the owner carves a new slice  */
   /* owner-written on every malloc/free */
   _Alignas(CACHE_LINE) block_t *free; /* owner-local free list           */
   uint32_t used;             /* blocks out (remote frees not yet counted) */
@@ -245,18 +254,17 @@ span_t *span_desc_alloc(void) INTERNAL;
 void span_desc_free(span_t *s) INTERNAL;
 
 /* sizeclass.c */
-extern uint8_t class_lut[LUT_MAX / 16 + 1] INTERNAL;
+extern uint8_t class_lut[LUT_ENTRIES] INTERNAL;
 extern uint32_t class_size[NCLASSES] INTERNAL;
 extern uint32_t class_span_bytes[NCLASSES] INTERNAL;
 extern uint32_t class_first_span_bytes[NCLASSES] INTERNAL;
 void sizeclass_init(void) INTERNAL;
 
-static inline unsigned size_class(size_t n) {
-  if (likely(n <= LUT_MAX)) return class_lut[(n + 15) >> 4];
-  unsigned k = 63u - (unsigned)__builtin_clzll(n - 1); /* 2^k < n <= 2^(k+1) */
-  unsigned j = (unsigned)((n - 1) >> (k - 2)) & 3u;
-  return 9u + (k - 7u) * 4u + j;
+/* The class_lut index of a small size (n <= SMALL_MAX). */
+static inline size_t lut_index(size_t n) {
+  return likely(n <= LUT_MAX) ? (n + 15) >> 4 : LUT_HI_BASE + ((n + 255) >> 8);
 }
+static inline unsigned size_class(size_t n) { return class_lut[lut_index(n)]; }
 
 /* arena.c: arenas and the page heap */
 extern pthread_mutex_t pages_lock INTERNAL;

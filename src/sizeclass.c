@@ -3,8 +3,8 @@
  *   class 1..8    16, 32, ..., 128       (16-byte steps: exact for tiny objects)
  *   class 9..40   4 per power of two:   160 192 224 256 | 320 .. 512 | ...
  *                 ... | 20480 24576 28672 32768
- * size_class() in internal.h maps a size to its class: a table lookup up to
- * 1 KiB, a count-leading-zeros above.
+ * size_class() in internal.h maps a size to its class with one table lookup
+ * (class_lut: 16-byte steps to 1 KiB, 256-byte steps above).
  *
  * Measured (tests/sanitize/sizeclass_table.c proves the mapping and the
  * division magic, and fails unless this table is what it measures; rerun
@@ -60,7 +60,7 @@
  */
 #include "internal.h"
 
-uint8_t class_lut[LUT_MAX / 16 + 1];
+uint8_t class_lut[LUT_ENTRIES];
 uint32_t class_size[NCLASSES];
 uint32_t class_span_bytes[NCLASSES];
 uint32_t class_first_span_bytes[NCLASSES];
@@ -83,11 +83,14 @@ void sizeclass_init(void) {
     lt_assert_cmp(class_size[c], >, class_size[c - 1]);
   }
   lt_assert_cmp((size_t)class_size[NCLASSES - 1], ==, SMALL_MAX);
-  /* size 0 gets the 16-byte class: malloc(0) returns a unique pointer */
-  for (unsigned i = 0; i <= LUT_MAX / 16; i++) {
-    size_t n = i == 0 ? 1 : (size_t)i * 16;
+  /* size 0 gets the 16-byte class: malloc(0) returns a unique pointer.
+   * Entry i serves every size with that lut_index; the largest such size
+   * decides (i * 16 up to entry 64, then (i - LUT_HI_BASE) * 256). */
+  _Static_assert(NCLASSES <= 256, "class_lut holds uint8_t classes");
+  for (unsigned i = 0; i < LUT_ENTRIES; i++) {
+    size_t n = i == 0 ? 1 : i <= LUT_MAX / 16 ? (size_t)i * 16 : (size_t)(i - LUT_HI_BASE) * 256;
     unsigned c = 1;
-    while (class_size[c] < n) c++;
+    while (c < NCLASSES - 1 && class_size[c] < n) c++;
     class_lut[i] = (uint8_t)c;
   }
 }

@@ -26,6 +26,7 @@ void span_init_small(span_t *s, unsigned cls) {
   s->full = 0;
   s->free_trigger = 0;
   s->bump = s->start;
+  s->carved = 0;
   s->bump_end = s->start + (size_t)s->capacity * size;
   atomic_store_explicit(&s->thread_free, 0, memory_order_relaxed);
   atomic_store_explicit(&s->remote_next, NULL, memory_order_relaxed);
@@ -53,6 +54,7 @@ bool span_extend(span_t *s) {
   s->free = head;
   s->bump = p + n * size;
   lt_assert_cmp(s->bump, <=, s->bump_end);
+  s->carved = (uint32_t)(s->bump - s->start);
   return true;
 }
 
