@@ -131,4 +131,17 @@ static inline void memend_pause(long ms) {
   }
 }
 
+/* The "# scavenge:" and "# malloc:" lines; `field` receives the
+ * " KB unassisted-end-kB" part of the Benchmark line ("" without a pause). */
+static inline void memend_print(const char *call, long pause, long unassisted_kb, char *field,
+                                size_t n) {
+  if (pause > 0)
+    printf("# scavenge: %s before end-kB; unassisted-end-kB after a %ld ms pause, no call\n", call,
+           pause);
+  else printf("# scavenge: %s before end-kB; no pause, no unassisted figure\n", call);
+  printf("# malloc: %s\n", memend_malloc_from());
+  field[0] = 0;
+  if (pause > 0) snprintf(field, n, " %ld unassisted-end-kB", unassisted_kb);
+}
+
 #endif

@@ -651,13 +651,8 @@ int main(int argc, char **argv) {
   double ns = runs ? total_ns / runs : 0;
   long fpr = runs ? faults / runs : 0;
 
-  if (pause > 0)
-    printf("# scavenge: %s before end-kB; unassisted-end-kB after a %ld ms pause, no call\n", scav,
-           pause);
-  else printf("# scavenge: %s before end-kB; no pause, no unassisted figure\n", scav);
-  char idlebuf[48] = "";
-  if (pause > 0) snprintf(idlebuf, sizeof idlebuf, " %ld unassisted-end-kB", idle_end);
-  printf("# malloc: %s\n", memend_malloc_from());
+  char idlebuf[48];
+  memend_print(scav, pause, idle_end, idlebuf, sizeof idlebuf);
   if (keep_leftovers)
     printf("# note: trace leftovers kept live: %" PRIu64 " bytes in %" PRIu64 " objects (%" PRIu64
            " kB)\n", kept_bytes, kept_objs, kept_bytes / 1024);

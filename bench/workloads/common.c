@@ -72,6 +72,9 @@ const char *bench_release(void) { return memend_release(); }
 const char *bench_malloc_from(void) { return memend_malloc_from(); }
 void bench_release_init(void) { memend_init(); }
 long bench_pause_ms(long given) { return memend_pause_ms(given); }
+void bench_print_release(const char *call, long pause, long unassisted_kb, char *field, size_t n) {
+  memend_print(call, pause, unassisted_kb, field, n);
+}
 void bench_sleep_ms(long ms) { memend_pause(ms); }
 
 void *bench_map(size_t bytes) {

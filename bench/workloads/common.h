@@ -83,6 +83,9 @@ void bench_release_init(void);
 /* the pause before the unassisted sample: `given` if >= 0, else lithe's
  * purge delay (LITHE_PURGE_DELAY_MS, default 1000 ms) + 100 ms */
 long bench_pause_ms(long given);
+/* prints the "# scavenge:" and "# malloc:" lines; `field` gets the
+ * " KB unassisted-end-kB" part of the Benchmark line ("" without a pause) */
+void bench_print_release(const char *call, long pause, long unassisted_kb, char *field, size_t n);
 void bench_sleep_ms(long ms);
 
 /* ---- harness memory ------------------------------------------------------*/

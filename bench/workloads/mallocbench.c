@@ -104,6 +104,21 @@ typedef struct lnode {
   size_t len;
 } lnode_t; /* 32 bytes on LP64 */
 
+/* a list of `nodes` nodes pushed at the head, each with a zeroed payload */
+static lnode_t *list_build(long nodes, size_t len) {
+  lnode_t *head = NULL;
+  for (long i = 0; i < nodes; i++) {
+    lnode_t *n = bench_alloc(sizeof *n);
+    n->refcount = 1;
+    n->payload = bench_alloc(len);
+    memset(n->payload, 0, len);
+    n->len = len;
+    n->next = head;
+    head = n;
+  }
+  return head;
+}
+
 static void w_list_allocate(int tid, int P) {
   (void)tid;
   long nodes = P > 1 ? 32768L / P : 32768L;
@@ -111,16 +126,7 @@ static void w_list_allocate(int tid, int P) {
   rounds = qwork(rounds, 16);
   size_t len = (size_t)((nodes % 64) | 1);
   for (long r = 0; r < rounds; r++) {
-    lnode_t *head = NULL;
-    for (long i = 0; i < nodes; i++) {
-      lnode_t *n = bench_alloc(sizeof *n);
-      n->refcount = 1;
-      n->payload = bench_alloc(len);
-      memset(n->payload, 0, len);
-      n->len = len;
-      n->next = head;
-      head = n;
-    }
+    lnode_t *head = list_build(nodes, len);
     long count = 0;
     uint64_t sum = 0;
     while (head) {
@@ -570,16 +576,7 @@ static void w_list_traverse(int tid, int P) {
   long nodes = P > 1 ? 32768L / P : 32768L;
   long times = qwork(P > 1 ? 4096 : 1024, 32);
   size_t len = (size_t)((nodes % 64) | 1);
-  lnode_t *head = NULL;
-  for (long i = 0; i < nodes; i++) {
-    lnode_t *n = bench_alloc(sizeof *n);
-    n->refcount = 1;
-    n->payload = bench_alloc(len);
-    memset(n->payload, 0, len);
-    n->len = len;
-    n->next = head;
-    head = n;
-  }
+  lnode_t *head = list_build(nodes, len);
   long seen = 0;
   for (long t = 0; t < times; t++)
     for (lnode_t *n = head; n; n = n->next) {
@@ -1259,13 +1256,8 @@ int main(int argc, char **argv) {
   }
   double mean_ns = runs > 0 ? (double)total_ns / runs : 0;
 
-  if (pause > 0)
-    printf("# scavenge: %s before end-kB; unassisted-end-kB after a %ld ms pause, no call\n", scav,
-           pause);
-  else printf("# scavenge: %s before end-kB; no pause, no unassisted figure\n", scav);
-  char idlebuf[48] = "";
-  if (pause > 0) snprintf(idlebuf, sizeof idlebuf, " %ld unassisted-end-kB", idle_end);
-  printf("# malloc: %s\n", bench_malloc_from());
+  char idlebuf[48];
+  bench_print_release(scav, pause, idle_end, idlebuf, sizeof idlebuf);
   if (gobench) {
     if (runs > 0)
       printf("Benchmark%s %d %.0f ns/op %ld peak-kB %ld end-kB %ld faults%s%s\n", fullname, runs,
