@@ -2,6 +2,8 @@
  * malloc family (so LD_PRELOAD or -llithe replaces the system allocator),
  * and the C++ operators new/delete, defined from C under their mangled
  * names.  Each is a thin wrapper (a tail jump) over alloc.c. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <stddef.h>
 #include "internal.h"
@@ -45,19 +47,52 @@ LITHE_API void *__libc_pvalloc(size_t n) __attribute__((alias("lithe_pvalloc")))
 
 /* ---- C++ --------------------------------------------------------------- */
 /* libstdc++'s std::get_new_handler() and std::__throw_bad_alloc(), reached
- * as weak references so a C program links without libstdc++. */
+ * as weak references so a C program links without libstdc++.  Those are
+ * bound when lithe is loaded: NULL in a C program that dlopens a C++
+ * library later.  Then they are looked up when a new fails: in the global
+ * scope, and in libstdc++ itself (a library dlopen'ed with RTLD_LOCAL
+ * brings it in its own scope).  dlsym and dlopen may allocate: this is
+ * the out-of-memory path only, and no lithe lock is held. */
 typedef void (*new_handler_t)(void);
 extern new_handler_t _ZSt15get_new_handlerv(void) __attribute__((weak));
 extern void _ZSt17__throw_bad_allocv(void) __attribute__((weak, noreturn));
+
+static void *cxx_runtime_symbol(const char *name) {
+  void *f = dlsym(RTLD_DEFAULT, name);
+  if (f) return f;
+  void *lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD); /* only if loaded */
+  if (!lib) return NULL;
+  f = dlsym(lib, name);
+  dlclose(lib);
+  return f;
+}
+
+static new_handler_t current_new_handler(void) {
+  static new_handler_t (*_Atomic get)(void);
+  new_handler_t (*g)(void) = _ZSt15get_new_handlerv;
+  if (!g) g = atomic_load_explicit(&get, memory_order_relaxed);
+  if (!g) {
+    g = (new_handler_t(*)(void))cxx_runtime_symbol("_ZSt15get_new_handlerv");
+    if (!g) return NULL;
+    atomic_store_explicit(&get, g, memory_order_relaxed);
+  }
+  return g();
+}
+
+static void throw_bad_alloc(void) {
+  void (*t)(void) = _ZSt17__throw_bad_allocv;
+  if (!t) t = (void (*)(void))cxx_runtime_symbol("_ZSt17__throw_bad_allocv");
+  if (t) t();
+}
 
 /* operator new failed: call the new-handler and retry, as C++ requires;
  * with none, throw std::bad_alloc (or return NULL for the nothrow forms). */
 static NOINLINE void *new_failed(size_t n, size_t align, bool nothrow) {
   for (;;) {
-    new_handler_t h = _ZSt15get_new_handlerv ? _ZSt15get_new_handlerv() : NULL;
+    new_handler_t h = current_new_handler();
     if (!h) {
       if (nothrow) return NULL;
-      if (_ZSt17__throw_bad_allocv) _ZSt17__throw_bad_allocv();
+      throw_bad_alloc();
       lithe_fatal("operator new: out of memory and no C++ runtime to throw std::bad_alloc");
     }
     h();
