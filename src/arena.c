@@ -173,12 +173,36 @@ static bool arena_commit_to(arena_t *a, char *need) {
   return true;
 }
 
+/* Arena size to try first: the option, or, once address space ran short
+ * (ulimit -v), the smaller size that last fitted. */
+static size_t arena_unit;
+
 static arena_t *arena_new(size_t min_bytes) {
-  size_t size = lithe_opt.arena_size;
-  if (min_bytes > size) size = align_up(min_bytes, lithe_opt.arena_size);
-  char *base = os_reserve(size, lithe_opt.arena_size);
-  if (!base) return NULL;
-  if (!pagemap_ensure(base, size)) { os_release(base, size); return NULL; }
+  if (!arena_unit) {
+    /* Under an address-space limit an arena takes at most 1/16 of it: the
+     * program's own mappings need the rest (python3 under ulimit -v 16384
+     * maps its 1 MiB object arenas itself, and died of an 8 MiB arena). */
+    size_t lim = os_address_limit(), unit = lithe_opt.arena_size;
+    while (unit > ARENA_FALLBACK_MIN && unit > lim / 16) unit /= 2;
+    if (unit < lithe_opt.arena_size) arena_unit = unit;
+  }
+  size_t unit = arena_unit ? arena_unit : lithe_opt.arena_size;
+  size_t size;
+  char *base;
+  for (;;) {
+    size = min_bytes > unit ? align_up(min_bytes, unit) : unit;
+    base = os_reserve(size, unit);
+    /* aligning may need size + unit of address space for a moment: and
+     * nothing needs an arena aligned, it only helps huge pages */
+    if (!base && arena_unit) base = os_reserve(size, PAGE_SIZE);
+    if (base && pagemap_ensure(base, size)) break;
+    if (base) os_release(base, size);
+    /* halve, while that still makes the arena smaller */
+    if (unit / 2 < ARENA_FALLBACK_MIN || align_up(min_bytes, unit / 2) >= size) return NULL;
+    unit /= 2;
+    arena_unit = unit; /* short of address space from now on */
+  }
+  arena_unit = unit;
   arena_t *a = meta_alloc(sizeof *a);
   if (!a) { os_release(base, size); return NULL; }
   a->base = a->bump = a->commit_top = base;

@@ -46,6 +46,10 @@
 #define ARENA_DEFAULT ((size_t)64 * MiB)
 #define ARENA_MIN     ((size_t)4 * MiB)
 #define ARENA_MAX     ((size_t)1 * GiB)
+/* Smallest arena tried when a full one does not fit in the address space
+ * (ulimit -v); arenas halve down to it.  1 MiB: under ulimit -v 16384 a
+ * small C program has about 8 MiB of address space left for its heap. */
+#define ARENA_FALLBACK_MIN ((size_t)1 * MiB)
 
 /* Size classes: 16-byte steps up to 128 B, then 4 classes per power of two
  * (rounding up to 20 % of a block: 16385 -> 20480; sizeclass.c's measured
@@ -224,11 +228,13 @@ void os_decommit(void *p, size_t size) INTERNAL;                /* -> PROT_NONE,
 bool os_purge(void *p, size_t size) INTERNAL;                   /* MADV_DONTNEED; true: all zero */
 void *os_map(size_t size, size_t align, size_t *mapped, void **base) INTERNAL; /* RW */
 void os_unmap(void *p, size_t size) INTERNAL;
+void *os_map_at(void *at, size_t size) INTERNAL;               /* RW, exactly at `at` */
 void os_release(void *p, size_t size) INTERNAL;                 /* never-committed reserve */
 void *os_resize(void *p, size_t old_size, size_t new_size) INTERNAL; /* mremap in place */
 void *os_move(void *p, size_t old_size, size_t new_size, void *dest) INTERNAL; /* onto a reserve */
 void os_random(void *buf, size_t n) INTERNAL;
 uint64_t os_now_ms(void) INTERNAL;
+size_t os_address_limit(void) INTERNAL;                         /* RLIMIT_AS */
 typedef struct os_stats_s {
   _Atomic size_t reserved, committed, os_calls, purges, metadata;
 } os_stats_t;

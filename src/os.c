@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include "internal.h"
@@ -158,6 +159,24 @@ void *os_map(size_t size, size_t align, size_t *mapped, void **base) {
   return p;
 }
 
+/* A read/write mapping of `size` bytes at exactly `at` (only where nothing
+ * is mapped: MAP_FIXED_NOREPLACE; a kernel before 4.17 takes it as a hint,
+ * and a mapping elsewhere is given back), or anywhere when `at` is NULL. */
+void *os_map_at(void *at, size_t size) {
+  count_call();
+  int fixed = at ? MAP_FIXED_NOREPLACE : 0;
+  void *p = mmap(at, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | fixed, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+  if (at && p != at) {
+    count_call();
+    munmap(p, size);
+    return NULL;
+  }
+  atomic_fetch_add_explicit(&os_stats.reserved, size, memory_order_relaxed);
+  atomic_fetch_add_explicit(&os_stats.committed, size, memory_order_relaxed);
+  return p;
+}
+
 /* Give back a reservation that was never committed. */
 void os_release(void *p, size_t size) {
   count_call();
@@ -227,6 +246,14 @@ void os_random(void *buf, size_t n) {
     x ^= x << 13; x ^= x >> 7; x ^= x << 17;
     b[i] = (unsigned char)x;
   }
+}
+
+/* The address-space limit (RLIMIT_AS, ulimit -v) in bytes; SIZE_MAX if none. */
+size_t os_address_limit(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > SIZE_MAX)
+    return SIZE_MAX;
+  return (size_t)rl.rlim_cur;
 }
 
 uint64_t os_now_ms(void) {

@@ -16,6 +16,12 @@
 
 span_t **_Atomic pagemap_l1[L1_COUNT];
 static uint64_t *l2_pieces[L1_COUNT]; /* bitmap: which 64 KiB pieces are RW */
+/* A sparse level: its 64 MiB reservation was refused (ulimit -v), so only
+ * the pieces in use are mapped, each at its place relative to the first.
+ * A lookup elsewhere in it (a pointer that is not lithe's, in the same
+ * 64 GiB of address space) then reads whatever is mapped there, or
+ * faults: misuse is no longer always reported under such a limit. */
+static bool l2_sparse[L1_COUNT];
 pthread_mutex_t pagemap_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define PIECE_ENTRIES (L2_PIECE / sizeof(span_t *))
@@ -30,17 +36,27 @@ bool pagemap_ensure(const void *p, size_t size) {
   for (uintptr_t page = a >> PAGE_SHIFT; page <= end >> PAGE_SHIFT;) {
     size_t i1 = page >> (L1_SHIFT - PAGE_SHIFT);
     span_t **l2 = atomic_load_explicit(&pagemap_l1[i1], memory_order_relaxed);
+    size_t i2 = page & (L2_COUNT - 1);
+    size_t piece = i2 / PIECE_ENTRIES;
     if (!l2) {
-      l2 = os_reserve_readonly(L2_COUNT * sizeof(span_t *));
       uint64_t *bits = meta_alloc(PIECES_PER_L2 / 8);
-      if (!l2 || !bits) { ok = false; break; }
+      if (!bits) { ok = false; break; }
+      l2 = os_reserve_readonly(L2_COUNT * sizeof(span_t *));
+      if (!l2) {
+        /* sparse: this piece anywhere; the level is placed around it */
+        char *first = os_map_at(NULL, L2_PIECE);
+        if (!first) { ok = false; break; }
+        l2 = (span_t **)((uintptr_t)first - piece * L2_PIECE);
+        l2_sparse[i1] = true;
+        atomic_fetch_add_explicit(&os_stats.metadata, L2_PIECE, memory_order_relaxed);
+        bits[piece / 64] |= 1ull << (piece % 64);
+      }
       l2_pieces[i1] = bits;
       atomic_store_explicit(&pagemap_l1[i1], l2, memory_order_release);
     }
-    size_t i2 = page & (L2_COUNT - 1);
-    size_t piece = i2 / PIECE_ENTRIES;
     if (!(l2_pieces[i1][piece / 64] & (1ull << (piece % 64)))) {
-      if (!os_commit(&l2[piece * PIECE_ENTRIES], L2_PIECE)) { ok = false; break; }
+      span_t **at = &l2[piece * PIECE_ENTRIES];
+      if (l2_sparse[i1] ? !os_map_at(at, L2_PIECE) : !os_commit(at, L2_PIECE)) { ok = false; break; }
       atomic_fetch_add_explicit(&os_stats.metadata, L2_PIECE, memory_order_relaxed);
       l2_pieces[i1][piece / 64] |= 1ull << (piece % 64);
     }
