@@ -16,6 +16,14 @@
  *                              pointer) does after its message (default abort)
  *   LITHE_SHOW_STATS=1         print statistics to stderr at exit
  *   LITHE_VERBOSE=1            print option values and OS failures to stderr
+ * Heap profiling and leak reports (docs/profiling.md):
+ *   LITHE_PROF=1               sample allocations; write a heap profile that
+ *                              google-pprof reads to PREFIX.<pid>.heap at exit
+ *   LITHE_PROF_SAMPLE=N[k|m|g] mean bytes between samples (default 512k)
+ *   LITHE_PROF_PREFIX=PATH     profile file prefix (default "lithe")
+ *   LITHE_PROF_PEAK=1          also dump at each new peak (one per doubling)
+ *   LITHE_LEAKS=1              track every allocation; print the biggest live
+ *                              allocation sites to stderr at exit
  */
 #ifndef LITHE_H
 #define LITHE_H
@@ -74,6 +82,11 @@ typedef struct lithe_stats_s {
 void lithe_stats_get(lithe_stats_t *out);
 /* Print the statistics in human form to file descriptor fd. */
 void lithe_stats_print(int fd);
+
+/* Write the heap profile (gperftools heap-profile text, for google-pprof)
+ * of the live sampled allocations to path; NULL: PREFIX.<pid>.<n>.heap.
+ * 0 on success; -1 with errno set (EINVAL when LITHE_PROF is off). */
+int lithe_prof_dump(const char *path);
 
 /* "lithe 0.2.0": "lithe " MAJOR.MINOR.PATCH */
 const char *lithe_version(void);

@@ -108,6 +108,7 @@ NOINLINE void free_slow(void *p, const char *op) {
     }
     return;
   }
+  if (unlikely(s->prof != NULL)) prof_free(s);
   large_free(s);
 }
 
@@ -125,6 +126,8 @@ void *lt_calloc(size_t count, size_t size) {
   if (unlikely(__builtin_mul_overflow(count, size, &n))) { errno = ENOMEM; return NULL; }
   if (n > SMALL_MAX) {
     lithe_process_init();
+    heap_t *h = lithe_tls_heap;
+    if (h != &lithe_empty_heap && prof_tick(h, n)) return prof_alloc(n, 0, true);
     return large_alloc_zero(n, 0, true);
   }
   void *p = malloc_inline(n);
@@ -147,7 +150,7 @@ void *lt_realloc(void *p, size_t n) {
     }
     /* stay in place unless shrinking below half the block */
     if (n <= usable && (n > usable / 2 || usable <= 16)) return p;
-  } else {
+  } else if (likely(s->prof == NULL)) { /* a sampled block moves: counted anew */
     void *q = large_realloc(s, n);
     if (q) return q;
   }
@@ -172,19 +175,19 @@ void *lt_reallocarray(void *p, size_t count, size_t size) {
 static void *aligned_inner(size_t align, size_t n) {
   if (align <= 16) return malloc_inline(n);
   if (unlikely(n > ALLOC_MAX || align > ALLOC_MAX)) { errno = ENOMEM; return NULL; }
+  lithe_process_init();
+  heap_t *h = lithe_tls_heap;
+  if (h != &lithe_empty_heap && prof_tick(h, n)) return prof_alloc(n, align, false);
   if (align <= PAGE_SIZE && n <= SMALL_MAX) {
     size_t m = align_up(n ? n : 1, align);
     if (m <= SMALL_MAX) {
-      lithe_process_init();
       unsigned c = size_class(m);
       while (c < NCLASSES && class_size[c] % align) c++;
       if (c < NCLASSES) {
-        heap_t *h = lithe_tls_heap;
         return heap_malloc_class(h, c);
       }
     }
   }
-  lithe_process_init();
   return large_alloc(n ? n : 1, align);
 }
 

@@ -142,6 +142,7 @@ static heap_t *heap_thread_init(void) {
   if (!h) return NULL;
   for (unsigned c = 0; c < NCLASSES; c++) h->current[c] = &lithe_empty_span;
   memset(h->spans_made, 0, sizeof h->spans_made);
+  h->prof_left = prof_heap_start();
   lithe_tls_heap = h;
   pthread_setspecific(heap_key, h);
   return h;
@@ -288,6 +289,7 @@ oom:
 
 void *heap_malloc_generic(heap_t *h, size_t size) {
   if (unlikely(h == &lithe_empty_heap)) lithe_process_init(); /* size_class needs it */
+  else if (prof_due(h, size)) return prof_malloc(h, size);
   if (size <= SMALL_MAX) return heap_malloc_class(h, size_class(size));
   return large_alloc(size, 0);
 }

@@ -11,6 +11,7 @@ void heap_key_init(void) INTERNAL;
 
 static void process_init(void) {
   options_init();
+  prof_init();
   sizeclass_init();
   pages_init();
   heap_key_init();

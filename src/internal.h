@@ -170,6 +170,10 @@ typedef struct span_s {
   uint64_t freed_ms;                 /* FREE runs: when it became free   */
   size_t map_bytes;                  /* xlarge: whole mapping length     */
   char *map_base;                    /* xlarge: mapping start            */
+  /* heap profiling (prof.c): a sampled object has a page run of its own
+   * (its free goes through large_free), and its stack bucket is here */
+  struct prof_bucket_s *prof;        /* NULL: not sampled                */
+  size_t prof_size;                  /* bytes the program asked for      */
 } span_t;
 
 typedef struct span_list_s {
@@ -179,6 +183,10 @@ typedef struct span_list_s {
 /* ---- thread heap ------------------------------------------------------- */
 
 typedef struct heap_s {
+  /* Bytes left before the next heap-profile sample: malloc subtracts its
+   * size and goes to prof.c when this drops below 0 (prof.c sets it to
+   * INTPTR_MAX when profiling is off, so that never happens). */
+  intptr_t prof_left;
   span_t *current[NCLASSES];          /* malloc pops current[cls]->free */
   span_list_t avail[NCLASSES];        /* spans with free room, current first */
   span_list_t full;                   /* spans with no room left         */
@@ -213,6 +221,7 @@ typedef struct options_s {
 } options_t;
 extern options_t lithe_opt INTERNAL;
 void options_init(void) INTERNAL;
+size_t options_parse_size(const char *v) INTERNAL; /* "64m" -> bytes; 0 on error */
 __attribute__((noreturn)) void lithe_fatal(const char *msg) INTERNAL;
 void lithe_report(const char *op, const void *p, const char *what) INTERNAL;
 void lithe_warn(const char *msg, size_t value) INTERNAL;
@@ -349,6 +358,24 @@ void *lt_pvalloc(size_t n) INTERNAL;
 size_t lt_malloc_usable_size(const void *p) INTERNAL;
 void lt_collect(bool force) INTERNAL;
 int lt_malloc_trim(size_t pad) INTERNAL;
+
+/* prof.c: sampled heap profiles, leak reports */
+extern int prof_mode INTERNAL;     /* PROF_OFF, PROF_SAMPLE, PROF_LEAKS */
+enum { PROF_OFF = 0, PROF_SAMPLE = 1, PROF_LEAKS = 2 };
+void prof_init(void) INTERNAL;     /* from process_init; no allocation */
+bool prof_tick_slow(heap_t *h) INTERNAL;   /* prof_left < 0: sample now? */
+intptr_t prof_heap_start(void) INTERNAL;  /* a new heap's prof_left */
+void *prof_alloc(size_t n, size_t align, bool zero) INTERNAL; /* a sampled allocation */
+void prof_free(span_t *s) INTERNAL;        /* s->prof != NULL */
+void *prof_malloc(heap_t *h, size_t n) INTERNAL; /* prof_due: sample, or allocate as usual */
+/* The hook every allocation passes: one subtract and one compare; true
+ * when the sampling interval ran out (prof_tick_slow decides whether to
+ * sample).  h must be a thread's own heap. */
+static inline bool prof_due(heap_t *h, size_t n) {
+  h->prof_left = (intptr_t)((uintptr_t)h->prof_left - n); /* wraps, never UB */
+  return unlikely(h->prof_left < 0);
+}
+static inline bool prof_tick(heap_t *h, size_t n) { return prof_due(h, n) && prof_tick_slow(h); }
 
 /* init.c: process set-up, fork handling */
 void lithe_process_init(void) INTERNAL;

@@ -22,7 +22,7 @@ static bool env_true(const char *v) {
 }
 
 /* "64m", "4194304", "1g" -> bytes; 0 on error */
-static size_t parse_size(const char *v) {
+size_t options_parse_size(const char *v) {
   char *end;
   unsigned long long n = strtoull(v, &end, 10);
   switch (*end) {
@@ -46,7 +46,7 @@ void options_init(void) {
   if ((v = secure_getenv("LITHE_ON_ERROR")) != NULL)
     lithe_opt.on_error_ignore = (strcmp(v, "ignore") == 0);
   if ((v = secure_getenv("LITHE_ARENA_SIZE")) != NULL) {
-    size_t n = parse_size(v);
+    size_t n = options_parse_size(v);
     if (n >= ARENA_MIN && n <= ARENA_MAX && (n & (n - 1)) == 0)
       lithe_opt.arena_size = n;
     else

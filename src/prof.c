@@ -1,0 +1,553 @@
+/* prof.c — sampled heap profiles (LITHE_PROF) and leak reports
+ * (LITHE_LEAKS), written so that google-pprof reads them.
+ *
+ * Sampling.  Every allocation subtracts its size from its thread heap's
+ * prof_left (the hook prof_tick in internal.h: one subtract and one
+ * compare); when that goes below zero, prof_tick_slow draws the next
+ * interval from an exponential distribution of mean LITHE_PROF_SAMPLE
+ * bytes and the allocation is sampled.  Sampling by bytes with exponential
+ * intervals samples an allocation of n bytes with probability
+ * 1 - exp(-n / rate), whatever the sizes around it: the "heap_v2" scheme
+ * of gperftools, whose google-pprof undoes it line by line.  With
+ * profiling off prof_left is INTPTR_MAX: the compare never succeeds.
+ *
+ * A sampled object gets a page run of its own (SPAN_LARGE), so its free
+ * takes the slow path (free_slow -> prof_free) with no check added to the
+ * fast one, and its span descriptor carries its stack bucket.  Cost: at
+ * most one 8 KiB page per sample, 1.6 % of the 512 KiB interval.
+ *
+ * Stacks are taken with glibc's backtrace() (libgcc's DWARF unwinder),
+ * warmed up in a constructor so its one-time dlopen of libgcc_s happens
+ * before main, not inside malloc.  After that it neither allocates nor
+ * locks: libgcc (GCC >= 12) finds unwind tables with glibc's lock-free
+ * _dl_find_object (2.35+).  Frame pointers were the other choice; Debian
+ * builds programs and libraries without them, so a frame-pointer walk
+ * stops after one or two frames in python3 or git (docs/profiling.md).
+ * A thread-local flag stops recursion: allocations made while a sample is
+ * being recorded are never sampled.
+ *
+ * Stack buckets (one per distinct stack: counts and bytes allocated and
+ * freed) live in a pool mapped once at start-up, found through an
+ * open-addressing table of pointers filled with compare-and-swap: no
+ * lock, so fork or a signal can leave nothing held.
+ *
+ * Leak mode tracks every allocation instead: each is allocated normally
+ * and its address is recorded, with its bucket and size, in a second
+ * open-addressing table (an address allocated again overwrites its entry).
+ * Frees are not seen (the fast path stays as it is); at exit an entry is
+ * a leak if its block is still allocated, which the span proves (a free
+ * small block carries the free key, confirmed on the span's free lists). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "internal.h"
+#include "fastpath.h"
+
+#define PROF_DEPTH 64            /* frames kept per stack                   */
+#define PROF_SKIP_MAX 16         /* lithe frames above the caller, at most  */
+/* Bucket pool: a bucket is 48 bytes + 8 per frame (~300 with 32 frames);
+ * 16 MiB holds ~50,000 distinct stacks, and is touched only as used. */
+#define PROF_POOL_BYTES ((size_t)16 * MiB)
+#define PROF_TABLE_BITS 16       /* 65536 bucket slots (512 KiB)            */
+/* Leak table: 2^21 entries of 16 bytes (32 MiB reserved, touched as used):
+ * room for ~1.5 million live addresses at 75 % load. */
+#define LEAK_TABLE_BITS 21
+#define LEAK_PROBES 64
+#define LEAK_TOP 10              /* sites printed at exit                   */
+
+typedef struct prof_bucket_s {
+  _Atomic uint64_t allocs, alloc_bytes, frees, free_bytes;
+  uint64_t hash;
+  uint64_t leak_count, leak_bytes; /* filled at exit by the leak report    */
+  uint32_t depth;
+  uint32_t size;                   /* bytes of this bucket in the pool     */
+  void *pc[];
+} prof_bucket_t;
+
+typedef struct {
+  _Atomic uintptr_t addr;
+  _Atomic uint64_t val; /* bucket offset / 8 (bits 0..23) | size << 24 */
+} leak_entry_t;
+
+int prof_mode;
+static size_t prof_rate = 512 * KiB; /* as jemalloc's lg_prof_sample 19 and Go */
+static const char *prof_prefix = "lithe";
+static bool prof_peak;
+static bool prof_ready;            /* backtrace() warmed up               */
+static uintptr_t text_lo, text_hi; /* lithe's own code (frames skipped)   */
+static char *pool;
+static _Atomic size_t pool_used;
+static prof_bucket_t *_Atomic *table;
+static leak_entry_t *leaks;
+static _Atomic size_t leaks_dropped, dump_seq;
+static _Atomic size_t live_estimate, peak_next;
+static __thread int prof_busy __attribute__((tls_model("initial-exec")));
+static __thread uint64_t rng_state __attribute__((tls_model("initial-exec")));
+
+/* ---- random intervals -------------------------------------------------- */
+
+static uint64_t rng_next(void) {
+  uint64_t x = rng_state;
+  if (x == 0) {
+    os_random(&x, sizeof x);
+    x ^= (uintptr_t)&rng_state; /* distinct per thread if getrandom fails */
+    if (x == 0) x = 0x9e3779b97f4a7c15u;
+  }
+  x ^= x >> 12; x ^= x << 25; x ^= x >> 27; /* xorshift64* */
+  rng_state = x;
+  return x * 0x2545f4914f6cdd1du;
+}
+
+/* -ln(u) for u uniform in (0, 1]: u = 2^e * m, ln m by its atanh series
+ * (error < 1e-6; libm is not ours to use). */
+static double neg_log_uniform(void) {
+  double u = (double)((rng_next() >> 11) + 1) * (1.0 / 9007199254740992.0);
+  uint64_t bits;
+  memcpy(&bits, &u, sizeof bits);
+  int e = (int)((bits >> 52) & 0x7ff) - 1023;
+  bits = (bits & ((1ull << 52) - 1)) | (1023ull << 52);
+  double m, t, t2;
+  memcpy(&m, &bits, sizeof m);
+  t = (m - 1) / (m + 1);
+  t2 = t * t;
+  double ln_m = 2 * t * (1 + t2 * (1.0 / 3 + t2 * (1.0 / 5 + t2 * (1.0 / 7 + t2 * (1.0 / 9)))));
+  return -(e * 0.69314718055994531 + ln_m);
+}
+
+static intptr_t next_interval(void) {
+  double v = neg_log_uniform() * (double)prof_rate;
+  return v < 1 ? 1 : (intptr_t)v;
+}
+
+bool prof_tick_slow(heap_t *h) {
+  if (prof_mode == PROF_OFF) { h->prof_left = INTPTR_MAX; return false; }
+  if (prof_mode == PROF_LEAKS) { h->prof_left = -1; return !prof_busy; }
+  /* the interval starts at the sampled allocation: the overshoot past 0
+   * belongs to it (a memoryless process, as tcmalloc does) */
+  h->prof_left = next_interval();
+  return !prof_busy;
+}
+
+intptr_t prof_heap_start(void) {
+  return prof_mode == PROF_SAMPLE ? next_interval() : prof_mode == PROF_LEAKS ? -1 : INTPTR_MAX;
+}
+
+void *prof_malloc(heap_t *h, size_t n) {
+  if (prof_tick_slow(h)) return prof_alloc(n, 0, false);
+  return n <= SMALL_MAX ? heap_malloc_class(h, size_class(n)) : large_alloc(n, 0);
+}
+
+/* ---- stacks and buckets ------------------------------------------------ */
+
+static NOINLINE unsigned capture(void **out) {
+  void *raw[PROF_DEPTH + PROF_SKIP_MAX];
+  if (!prof_ready) return 0;
+  int n = backtrace(raw, (int)(sizeof raw / sizeof raw[0]));
+  int i = 1; /* raw[0] is this function */
+  while (i < n && i < PROF_SKIP_MAX && (uintptr_t)raw[i] >= text_lo && (uintptr_t)raw[i] < text_hi) i++;
+  unsigned d = 0;
+  for (; i < n && d < PROF_DEPTH; i++) out[d++] = raw[i];
+  return d;
+}
+
+static uint64_t stack_hash(void *const *pc, unsigned d) {
+  uint64_t h = 0xcbf29ce484222325u ^ d;
+  for (unsigned i = 0; i < d; i++) {
+    h ^= (uintptr_t)pc[i];
+    h *= 0x100000001b3u;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
+/* The bucket of this stack, made if new; NULL when the pool is full. */
+static prof_bucket_t *bucket_of(void *const *pc, unsigned d) {
+  uint64_t hash = stack_hash(pc, d);
+  size_t mask = ((size_t)1 << PROF_TABLE_BITS) - 1;
+  prof_bucket_t *mine = NULL;
+  for (size_t i = hash & mask, probes = 0; probes <= mask; i = (i + 1) & mask, probes++) {
+    prof_bucket_t *b = atomic_load_explicit(&table[i], memory_order_acquire);
+    if (!b) {
+      if (!mine) {
+        size_t bytes = align_up(sizeof *mine + d * sizeof(void *), 8);
+        size_t off = atomic_fetch_add_explicit(&pool_used, bytes, memory_order_relaxed);
+        if (off + bytes > PROF_POOL_BYTES) return NULL;
+        mine = (prof_bucket_t *)(pool + off);
+        mine->hash = hash;
+        mine->depth = d;
+        mine->size = (uint32_t)bytes;
+        memcpy(mine->pc, pc, d * sizeof(void *));
+      }
+      if (atomic_compare_exchange_strong_explicit(&table[i], &b, mine, memory_order_acq_rel,
+                                                  memory_order_acquire))
+        return mine;
+      /* another thread filled the slot first: it may be our stack */
+    }
+    if (b->hash == hash && b->depth == d && memcmp(b->pc, pc, d * sizeof(void *)) == 0) {
+      if (mine) mine->depth = UINT32_MAX; /* unused in the pool: never listed */
+      return b;
+    }
+  }
+  return NULL;
+}
+
+static prof_bucket_t *bucket_here(void) {
+  void *pc[PROF_DEPTH];
+  unsigned d = capture(pc);
+  return bucket_of(pc, d);
+}
+
+/* ---- sampled allocations ----------------------------------------------- */
+
+static void leak_record(void *p, size_t n, prof_bucket_t *b);
+static void maybe_peak_dump(size_t live);
+
+/* Live bytes a sample of n bytes stands for, for the peak trigger only:
+ * n / (1 - exp(-n / rate)) lies between rate + n/2 (n << rate) and n. */
+static size_t sample_weight(size_t n) { return n >= prof_rate ? n : prof_rate + n / 2; }
+
+void *prof_alloc(size_t n, size_t align, bool zero) {
+  prof_busy = 1;
+  void *p;
+  if (prof_mode == PROF_LEAKS) {
+    if (align > 16) p = lt_aligned_alloc(align, n);
+    else if (zero) p = lt_calloc(1, n);
+    else p = lt_malloc(n);
+    if (p) leak_record(p, n, bucket_here());
+    prof_busy = 0;
+    return p;
+  }
+  p = large_alloc_zero(n ? n : 1, align > PAGE_SIZE ? align : 0, zero);
+  if (p) {
+    prof_bucket_t *b = bucket_here();
+    span_t *s = pagemap_lookup(p);
+    if (b && s) {
+      atomic_fetch_add_explicit(&b->allocs, 1, memory_order_relaxed);
+      atomic_fetch_add_explicit(&b->alloc_bytes, n, memory_order_relaxed);
+      s->prof_size = n;
+      s->prof = b;
+      size_t live = atomic_fetch_add_explicit(&live_estimate, sample_weight(n), memory_order_relaxed);
+      if (prof_peak) maybe_peak_dump(live + sample_weight(n));
+    }
+  }
+  prof_busy = 0;
+  return p;
+}
+
+void prof_free(span_t *s) {
+  prof_bucket_t *b = s->prof;
+  size_t n = s->prof_size;
+  s->prof = NULL;
+  atomic_fetch_add_explicit(&b->frees, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&b->free_bytes, n, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&live_estimate, sample_weight(n), memory_order_relaxed);
+}
+
+/* ---- leak table -------------------------------------------------------- */
+
+static void leak_record(void *p, size_t n, prof_bucket_t *b) {
+  if (!b) { atomic_fetch_add_explicit(&leaks_dropped, 1, memory_order_relaxed); return; }
+  uintptr_t a = (uintptr_t)p;
+  uint64_t val = (uint64_t)(((char *)b - pool) >> 3) | ((uint64_t)n << 24);
+  size_t mask = ((size_t)1 << LEAK_TABLE_BITS) - 1;
+  size_t i = (size_t)((a >> 4) * 0x9e3779b97f4a7c15u >> (64 - LEAK_TABLE_BITS));
+  for (unsigned probes = 0; probes < LEAK_PROBES; probes++, i = (i + 1) & mask) {
+    uintptr_t cur = atomic_load_explicit(&leaks[i].addr, memory_order_relaxed);
+    if (cur == 0 && atomic_compare_exchange_strong_explicit(&leaks[i].addr, &cur, a, memory_order_relaxed,
+                                                            memory_order_relaxed))
+      cur = a;
+    if (cur == a) {
+      atomic_store_explicit(&leaks[i].val, val, memory_order_relaxed);
+      return;
+    }
+  }
+  atomic_fetch_add_explicit(&leaks_dropped, 1, memory_order_relaxed);
+}
+
+/* Is the block at a still allocated?  Only lithe's own state is read. */
+static bool block_live(uintptr_t a) {
+  span_t *s = pagemap_lookup((void *)a);
+  if (!s) return false;
+  if (s->kind == SPAN_LARGE || s->kind == SPAN_XLARGE) return s->start == (char *)a;
+  if (s->kind != SPAN_SMALL) return false;
+  size_t off = (size_t)((char *)a - s->start);
+  if (off >= s->bytes || (char *)a >= s->bump || !small_block_start(s, off)) return false;
+  block_t *b = (block_t *)a;
+  return b->key != lithe_free_key || !span_contains_free(s, b);
+}
+
+/* ---- output without malloc --------------------------------------------- */
+
+typedef struct {
+  int fd;
+  size_t n;
+  bool failed;
+  char buf[4096];
+} out_t;
+
+static void out_flush(out_t *o) {
+  for (size_t done = 0; done < o->n;) {
+    ssize_t w = write(o->fd, o->buf + done, o->n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) { o->failed = true; break; }
+    done += (size_t)w;
+  }
+  o->n = 0;
+}
+static void out_str(out_t *o, const char *s) {
+  for (; *s; s++) {
+    if (o->n == sizeof o->buf) out_flush(o);
+    o->buf[o->n++] = *s;
+  }
+}
+static void out_dec(out_t *o, uint64_t v, int width) {
+  char num[24];
+  int len = (int)fmt_dec(num, v);
+  while (width-- > len) out_str(o, " ");
+  out_str(o, num);
+}
+static void out_hex(out_t *o, uintptr_t v) {
+  char num[24];
+  fmt_hex(num, v);
+  out_str(o, num);
+}
+
+static void copy_maps(out_t *o) {
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  for (;;) {
+    if (o->n == sizeof o->buf) out_flush(o);
+    ssize_t r = read(fd, o->buf + o->n, sizeof o->buf - o->n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    o->n += (size_t)r;
+  }
+  close(fd);
+}
+
+/* Every bucket in the pool, in the order made. */
+#define FOR_EACH_BUCKET(b)                                                              \
+  for (size_t off_ = 0, end_ = atomic_load(&pool_used) < PROF_POOL_BYTES ?              \
+                                   atomic_load(&pool_used) : PROF_POOL_BYTES;           \
+       off_ < end_ && (b = (prof_bucket_t *)(pool + off_))->size; off_ += b->size)      \
+    if (b->depth != UINT32_MAX)
+
+/* The gperftools heap-profile text format ("heap_v2": sampled figures, and
+ * the rate google-pprof scales them by). */
+static int write_profile(int fd) {
+  out_t o = {.fd = fd};
+  uint64_t t[4] = {0, 0, 0, 0};
+  prof_bucket_t *b;
+  FOR_EACH_BUCKET(b) {
+    uint64_t a = atomic_load(&b->allocs), ab = atomic_load(&b->alloc_bytes);
+    uint64_t f = atomic_load(&b->frees), fb = atomic_load(&b->free_bytes);
+    t[0] += a > f ? a - f : 0; t[1] += ab > fb ? ab - fb : 0; t[2] += a; t[3] += ab;
+  }
+  out_str(&o, "heap profile: ");
+  out_dec(&o, t[0], 6); out_str(&o, ": "); out_dec(&o, t[1], 8); out_str(&o, " [");
+  out_dec(&o, t[2], 6); out_str(&o, ": "); out_dec(&o, t[3], 8); out_str(&o, "] @ heap_v2/");
+  out_dec(&o, prof_rate, 0); out_str(&o, "\n");
+  FOR_EACH_BUCKET(b) {
+    uint64_t a = atomic_load(&b->allocs), ab = atomic_load(&b->alloc_bytes);
+    uint64_t f = atomic_load(&b->frees), fb = atomic_load(&b->free_bytes);
+    if (a == 0) continue;
+    out_dec(&o, a > f ? a - f : 0, 6); out_str(&o, ": "); out_dec(&o, ab > fb ? ab - fb : 0, 8);
+    out_str(&o, " ["); out_dec(&o, a, 6); out_str(&o, ": "); out_dec(&o, ab, 8); out_str(&o, "] @");
+    for (uint32_t i = 0; i < b->depth; i++) { out_str(&o, " "); out_hex(&o, (uintptr_t)b->pc[i]); }
+    out_str(&o, "\n");
+  }
+  out_str(&o, "\nMAPPED_LIBRARIES:\n");
+  copy_maps(&o);
+  out_flush(&o);
+  return o.failed ? -1 : 0;
+}
+
+/* PREFIX.<pid>[.tag<seq>].heap into buf */
+static void profile_name(char *buf, size_t cap, const char *tag, size_t seq) {
+  size_t len = 0;
+  char num[24];
+  const char *parts[6] = {prof_prefix, ".", num, NULL, NULL, NULL};
+  fmt_dec(num, (uint64_t)getpid());
+  char seqs[32];
+  if (tag) {
+    size_t k = strlen(tag);
+    memcpy(seqs, tag, k);
+    fmt_dec(seqs + k, seq);
+    parts[3] = ".";
+    parts[4] = seqs;
+  }
+  for (int i = 0; i < 5; i++)
+    for (const char *s = parts[i]; s && *s && len + 6 < cap; s++) buf[len++] = *s;
+  memcpy(buf + len, ".heap", 6);
+}
+
+static int dump_to(const char *path) {
+  int saved = errno;
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return -1;
+  int r = write_profile(fd);
+  if (close(fd) != 0) r = -1;
+  if (r == 0) errno = saved;
+  return r;
+}
+
+LITHE_API int lithe_prof_dump(const char *path) {
+  lithe_process_init();
+  if (prof_mode != PROF_SAMPLE) { errno = EINVAL; return -1; }
+  char name[4096];
+  if (!path) {
+    profile_name(name, sizeof name, "", atomic_fetch_add(&dump_seq, 1));
+    path = name;
+  }
+  int busy = prof_busy;
+  prof_busy = 1;
+  int r = dump_to(path);
+  prof_busy = busy;
+  return r;
+}
+
+/* A new peak of live (estimated) bytes: one dump per doubling. */
+static void maybe_peak_dump(size_t live) {
+  size_t next = atomic_load_explicit(&peak_next, memory_order_relaxed);
+  if (live < next) return;
+  if (!atomic_compare_exchange_strong(&peak_next, &next, 2 * live)) return; /* another thread dumps */
+  char name[4096];
+  static _Atomic size_t peaks;
+  profile_name(name, sizeof name, "peak", atomic_fetch_add(&peaks, 1));
+  dump_to(name);
+}
+
+/* ---- leak report ------------------------------------------------------- */
+
+static void put_frame(out_t *o, void *pc) {
+  Dl_info info;
+  out_str(o, "    ");
+  out_hex(o, (uintptr_t)pc);
+  if (dladdr((char *)pc - 1, &info)) {
+    if (info.dli_sname) {
+      out_str(o, " ");
+      out_str(o, info.dli_sname);
+      out_str(o, "+");
+      out_hex(o, (uintptr_t)pc - (uintptr_t)info.dli_saddr);
+    }
+    if (info.dli_fname && *info.dli_fname) {
+      out_str(o, " (");
+      out_str(o, info.dli_fname);
+      out_str(o, ")");
+    }
+  }
+  out_str(o, "\n");
+}
+
+static void leak_report(void) {
+  prof_bucket_t *b, *top[LEAK_TOP];
+  unsigned ntop = 0;
+  uint64_t total = 0, count = 0, sites = 0;
+  FOR_EACH_BUCKET(b) b->leak_count = b->leak_bytes = 0;
+  for (size_t i = 0; i < ((size_t)1 << LEAK_TABLE_BITS); i++) {
+    uintptr_t a = atomic_load_explicit(&leaks[i].addr, memory_order_relaxed);
+    if (!a || !block_live(a)) continue;
+    uint64_t val = atomic_load_explicit(&leaks[i].val, memory_order_relaxed);
+    b = (prof_bucket_t *)(pool + ((val & ((1u << 24) - 1)) << 3));
+    b->leak_count++;
+    b->leak_bytes += val >> 24;
+  }
+  FOR_EACH_BUCKET(b) {
+    if (!b->leak_count) continue;
+    sites++;
+    total += b->leak_bytes;
+    count += b->leak_count;
+    unsigned j = ntop < LEAK_TOP ? ntop++ : LEAK_TOP;
+    if (j == LEAK_TOP && b->leak_bytes <= top[LEAK_TOP - 1]->leak_bytes) continue;
+    if (j == LEAK_TOP) j = LEAK_TOP - 1;
+    while (j > 0 && top[j - 1]->leak_bytes < b->leak_bytes) { top[j] = top[j - 1]; j--; }
+    top[j] = b;
+  }
+  out_t o = {.fd = STDERR_FILENO};
+  out_str(&o, "lithe: leaks: "); out_dec(&o, total, 0); out_str(&o, " bytes in ");
+  out_dec(&o, count, 0); out_str(&o, " allocations from "); out_dec(&o, sites, 0);
+  out_str(&o, " sites still live at exit (pid "); out_dec(&o, (uint64_t)getpid(), 0); out_str(&o, ")");
+  size_t dropped = atomic_load(&leaks_dropped);
+  if (dropped) { out_str(&o, "; "); out_dec(&o, dropped, 0); out_str(&o, " allocations not tracked (table full)"); }
+  out_str(&o, "\n");
+  for (unsigned i = 0; i < ntop; i++) {
+    out_str(&o, "lithe: leak site "); out_dec(&o, i + 1, 0); out_str(&o, ": ");
+    out_dec(&o, top[i]->leak_bytes, 0); out_str(&o, " bytes in "); out_dec(&o, top[i]->leak_count, 0);
+    out_str(&o, " allocations\n");
+    for (uint32_t k = 0; k < top[i]->depth && k < 16; k++) put_frame(&o, top[i]->pc[k]);
+  }
+  out_flush(&o);
+}
+
+/* ---- start-up and exit ------------------------------------------------- */
+
+void prof_init(void) {
+  const char *v;
+  if ((v = getenv("LITHE_LEAKS")) != NULL && v[0] == '1') prof_mode = PROF_LEAKS;
+  else if ((v = getenv("LITHE_PROF")) != NULL && v[0] == '1') prof_mode = PROF_SAMPLE;
+  if (prof_mode == PROF_OFF) return;
+  if ((v = getenv("LITHE_PROF_SAMPLE")) != NULL) {
+    size_t n = options_parse_size(v);
+    if (n) prof_rate = n;
+    else lithe_warn("LITHE_PROF_SAMPLE must be a size like 512k; using the default, bytes", prof_rate);
+  }
+  if ((v = getenv("LITHE_PROF_PREFIX")) != NULL && *v) prof_prefix = v;
+  prof_peak = (v = getenv("LITHE_PROF_PEAK")) != NULL && v[0] == '1';
+  atomic_store(&peak_next, 16 * prof_rate);
+  size_t mapped;
+  void *base;
+  pool = os_map(PROF_POOL_BYTES, 0, &mapped, &base);
+  table = os_map(sizeof(void *) << PROF_TABLE_BITS, 0, &mapped, &base);
+  if (prof_mode == PROF_LEAKS) leaks = os_map(sizeof(leak_entry_t) << LEAK_TABLE_BITS, 0, &mapped, &base);
+  if (!pool || !table || (prof_mode == PROF_LEAKS && !leaks)) {
+    lithe_warn("heap profiling off: could not map its tables, bytes", PROF_POOL_BYTES);
+    prof_mode = PROF_OFF;
+  }
+}
+
+static int find_text(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  uintptr_t me = (uintptr_t)arg;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && me >= lo && me < lo + ph->p_memsz) {
+      /* linked into the program itself (liblithe.a): its code is the
+       * program's, so skip nothing by address (pprof drops malloc & co.) */
+      if (info->dlpi_name && *info->dlpi_name) { text_lo = lo; text_hi = lo + ph->p_memsz; }
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Before main: the first backtrace() loads libgcc_s (dlopen allocates and
+ * locks), so it must not be the first call made inside malloc. */
+__attribute__((constructor)) static void prof_warm_up(void) {
+  lithe_process_init();
+  if (prof_mode == PROF_OFF) return;
+  prof_busy = 1;
+  void *raw[4];
+  backtrace(raw, 4);
+  dl_iterate_phdr(find_text, (void *)(uintptr_t)&prof_warm_up);
+  prof_ready = true;
+  prof_busy = 0;
+}
+
+__attribute__((destructor)) static void prof_at_exit(void) {
+  if (prof_mode == PROF_OFF) return;
+  prof_busy = 1;
+  if (prof_mode == PROF_LEAKS) {
+    leak_report();
+  } else {
+    char name[4096];
+    profile_name(name, sizeof name, NULL, 0);
+    if (dump_to(name) != 0) lithe_warn("could not write the heap profile at exit; errno", (size_t)errno);
+  }
+}
