@@ -254,7 +254,36 @@ static size_t purge_runs(uint64_t now, bool force, size_t keep) {
   return purged;
 }
 
+/* What may be resident (limit.c): pages out, free pages not purged,
+ * xlarge mappings, metadata.  Caller holds the lock. */
+static size_t usage_locked(void) {
+  return in_use_bytes + dirty_bytes + atomic_load_explicit(&xlarge_bytes, memory_order_relaxed) +
+         atomic_load_explicit(&os_stats.metadata, memory_order_relaxed);
+}
+
+/* Bytes that may be resident once `more` are added; from 90 % of the
+ * memory limit on, the free runs are purged first (limit.c). */
+size_t pages_usage(size_t more) {
+  pthread_mutex_lock(&pages_lock);
+  size_t n = usage_locked();
+  if (limit_pressure_at && n + more >= limit_pressure_at) {
+    purge_runs(os_now_ms(), false, 0);
+    n = usage_locked();
+  }
+  pthread_mutex_unlock(&pages_lock);
+  return n;
+}
+
+/* Near the memory limit (limit.c) freed pages are purged at once. */
+static bool limit_check_locked(void) {
+  bool p = limit_pressure_at && usage_locked() >= limit_pressure_at;
+  if (p != atomic_load_explicit(&limit_pressure, memory_order_relaxed))
+    atomic_store_explicit(&limit_pressure, p, memory_order_relaxed);
+  return p;
+}
+
 static void maybe_purge(void) {
+  if (unlikely(limit_pressure_at) && limit_check_locked()) { purge_runs(os_now_ms(), false, 0); return; }
   long delay = lithe_opt.purge_delay_ms;
   if (delay < 0) return;
   uint64_t now = os_now_ms();
@@ -270,6 +299,17 @@ span_t *pages_alloc(size_t npages, size_t align) {
   size_t total = npages + extra;
   pthread_mutex_lock(&pages_lock);
   span_t *s = find_fit(total);
+  /* memory limit (limit.c): fresh or purged pages that take the count to
+   * 90 % of the limit first purge the free runs that did not fit; past the
+   * hard limit they are refused */
+  if (unlikely(limit_pressure_at) && (!s || !s->dirty) &&
+      usage_locked() + (total << PAGE_SHIFT) >= limit_pressure_at) {
+    purge_runs(os_now_ms(), false, 0);
+    if (limit_hard && usage_locked() + (total << PAGE_SHIFT) > limit_bytes) {
+      pthread_mutex_unlock(&pages_lock);
+      return limit_refused(npages, align);
+    }
+  }
   if (s) bin_remove(s);
   else s = arena_carve(total);
   if (!s) { pthread_mutex_unlock(&pages_lock); return NULL; }
@@ -284,7 +324,9 @@ span_t *pages_alloc(size_t npages, size_t align) {
   /* the pagemap maps every page of the run to it */
   lt_assert(pagemap_lookup(s->start) == s && pagemap_lookup(s->start + s->bytes - PAGE_SIZE) == s);
   lt_assert_cmp(s->bytes, ==, npages << PAGE_SHIFT);
+  bool pressure = unlikely(limit_pressure_at) && limit_check_locked();
   pthread_mutex_unlock(&pages_lock);
+  if (unlikely(pressure)) limit_pressure_collect();
   return s;
 fail:
   insert_coalesced(s);

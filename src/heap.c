@@ -163,7 +163,8 @@ static void span_to_pages(span_t *s) {
 static void span_release(heap_t *h, span_t *s) {
   lt_assert_cmp(s->used, ==, 0u);
   lt_assert(atomic_load_explicit(&s->owner, memory_order_relaxed) == h);
-  if (h->ncache < HEAP_SPAN_CACHE) {
+  /* near the memory limit (limit.c) empty spans go straight back */
+  if (h->ncache < HEAP_SPAN_CACHE && !atomic_load_explicit(&limit_pressure, memory_order_relaxed)) {
     h->cache[h->ncache++] = s;
     return;
   }

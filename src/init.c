@@ -12,6 +12,7 @@ void heap_key_init(void) INTERNAL;
 static void process_init(void) {
   options_init();
   prof_init();
+  limit_init();
   sizeclass_init();
   pages_init();
   heap_key_init();

@@ -312,6 +312,16 @@ typedef struct heap_walk_s {
   size_t free_dirty_bytes;          /* ... whose pages may be resident     */
 } heap_walk_t;
 void heap_walk(heap_walk_t *w) INTERNAL;
+size_t pages_usage(size_t more) INTERNAL; /* bytes that may be resident (limit.c) */
+
+/* limit.c: the memory limit (LITHE_MEMORY_LIMIT, or the cgroup's) */
+extern size_t limit_bytes INTERNAL, limit_pressure_at INTERNAL; /* 0: none */
+extern bool limit_hard INTERNAL;
+extern _Atomic bool limit_pressure INTERNAL; /* usage >= 90 % of the limit */
+void limit_init(void) INTERNAL;
+void limit_pressure_collect(void) INTERNAL;
+span_t *limit_refused(size_t npages, size_t align) INTERNAL;
+bool limit_allow_map(size_t bytes) INTERNAL;
 
 /* span.c */
 void span_init_small(span_t *s, unsigned cls) INTERNAL;

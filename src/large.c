@@ -17,6 +17,7 @@ static void *xlarge_alloc(size_t size, size_t align, bool zero) {
   size_t mapped;
   void *base;
   if (align < PAGE_SIZE) align = PAGE_SIZE;
+  if (unlikely(limit_pressure_at) && !limit_allow_map(align_up(size, PAGE_SIZE))) return NULL;
   char *p = os_map(align_up(size, PAGE_SIZE), align, &mapped, &base);
   if (!p) return NULL;
   span_t *s = span_desc_alloc();

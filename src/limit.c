@@ -1,0 +1,158 @@
+/* limit.c — a memory limit lithe keeps by itself.
+ *
+ * The limit is LITHE_MEMORY_LIMIT=N[k|m|g], or else the memory limit of
+ * the process's cgroup (v2 memory.max, v1 memory.limit_in_bytes, the
+ * lowest along the path from the process's cgroup up to the root, read
+ * under LITHE_CGROUP_ROOT, default /sys/fs/cgroup).  LITHE_MEMORY_LIMIT=0
+ * means none, even in a limited cgroup.
+ *
+ * What lithe counts is what it holds from the kernel that may be resident:
+ * pages handed out, free pages not yet purged, xlarge mappings, metadata
+ * (pages_usage_bytes, under the page-heap lock).  From 90 % of the limit
+ * on ("pressure"), freed pages are purged at once instead of after
+ * LITHE_PURGE_DELAY_MS, threads stop caching empty spans, and the spans of
+ * exited threads whose blocks are all free go back (once each time the
+ * pressure starts).  With LITHE_MEMORY_LIMIT_HARD=1 an allocation that
+ * would take the count past the limit runs one full collection (every free
+ * page purged, abandoned spans back) and, if it still does not fit,
+ * fails with NULL and ENOMEM instead of leaving the process to the OOM
+ * killer. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "internal.h"
+
+size_t limit_bytes;          /* 0: no limit */
+size_t limit_pressure_at;    /* 90 % of it; 0: never */
+bool limit_hard;
+_Atomic bool limit_pressure;
+static _Atomic bool pressure_collected;
+static __thread bool limit_retrying __attribute__((tls_model("initial-exec")));
+
+/* Bytes in a cgroup limit file: a number, or "max" / a huge v1 value for
+ * none (0). */
+static size_t read_limit_file(const char *path) {
+  char buf[64];
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  if (buf[0] < '0' || buf[0] > '9') return 0; /* "max" */
+  unsigned long long v = strtoull(buf, NULL, 10);
+  return v >= (1ull << 62) ? 0 : (size_t)v; /* v1 "unlimited" is ~2^63 */
+}
+
+static size_t min_limit(size_t a, size_t b) { return !a ? b : !b ? a : a < b ? a : b; }
+
+/* The lowest limit in root/sub/<cgroup path and its ancestors>/file. */
+static size_t limit_along(const char *root, const char *sub, const char *cg, size_t cglen,
+                          const char *file) {
+  char path[1024];
+  size_t best = 0, rl = strlen(root), sl = strlen(sub), fl = strlen(file);
+  if (rl + sl + cglen + fl + 2 >= sizeof path) return 0;
+  for (;;) {
+    size_t len = 0;
+    memcpy(path + len, root, rl); len += rl;
+    memcpy(path + len, sub, sl); len += sl;
+    memcpy(path + len, cg, cglen); len += cglen;
+    if (len == 0 || path[len - 1] != '/') path[len++] = '/';
+    memcpy(path + len, file, fl + 1);
+    best = min_limit(best, read_limit_file(path));
+    while (cglen > 0 && cg[cglen - 1] == '/') cglen--;
+    if (cglen == 0) return best;
+    while (cglen > 0 && cg[cglen - 1] != '/') cglen--; /* parent */
+  }
+}
+
+static size_t cgroup_limit(void) {
+  const char *root = getenv("LITHE_CGROUP_ROOT");
+  if (!root || !*root) root = "/sys/fs/cgroup";
+  char buf[4096];
+  int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  size_t best = 0;
+  /* lines "ID:CONTROLLERS:PATH": v2 is "0::PATH", v1 names "memory" */
+  for (char *line = buf; *line;) {
+    char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    char *c1 = memchr(line, ':', len);
+    char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - line)) : NULL;
+    if (c2) {
+      const char *ctl = c1 + 1, *cg = c2 + 1;
+      size_t ctllen = (size_t)(c2 - ctl), cglen = len - (size_t)(cg - line);
+      if (ctllen == 0)
+        best = min_limit(best, limit_along(root, "", cg, cglen, "memory.max"));
+      for (const char *p = ctl; p < c2;) { /* v1: "memory" among the controllers */
+        const char *q = memchr(p, ',', (size_t)(c2 - p));
+        if (!q) q = c2;
+        if (q - p == 6 && memcmp(p, "memory", 6) == 0)
+          best = min_limit(best, limit_along(root, "/memory", cg, cglen, "memory.limit_in_bytes"));
+        p = q + 1;
+      }
+    }
+    if (!end) break;
+    line = end + 1;
+  }
+  return best;
+}
+
+void limit_init(void) {
+  const char *v = getenv("LITHE_MEMORY_LIMIT");
+  if (v && *v) {
+    size_t n = options_parse_size(v);
+    if (n == 0 && strcmp(v, "0") != 0)
+      lithe_warn("LITHE_MEMORY_LIMIT must be a size like 512m (0: none); ignored, got bytes", 0);
+    limit_bytes = n;
+  } else {
+    limit_bytes = cgroup_limit();
+  }
+  v = getenv("LITHE_MEMORY_LIMIT_HARD");
+  limit_hard = limit_bytes && v && v[0] == '1';
+  limit_pressure_at = limit_bytes / 10 * 9;
+  if (lithe_opt.verbose && limit_bytes) lithe_warn("memory limit, bytes", limit_bytes);
+}
+
+/* Called by arena.c after it set limit_pressure (no lock held): the first
+ * time in each pressure period, give back the abandoned spans. */
+void limit_pressure_collect(void) {
+  if (!atomic_load_explicit(&limit_pressure, memory_order_relaxed)) {
+    if (atomic_load_explicit(&pressure_collected, memory_order_relaxed))
+      atomic_store_explicit(&pressure_collected, false, memory_order_relaxed);
+    return;
+  }
+  if (atomic_exchange_explicit(&pressure_collected, true, memory_order_relaxed)) return;
+  heaps_collect_abandoned();
+}
+
+/* The hard limit refused npages (arena.c, lock released): one full
+ * collection, then one more try; NULL + ENOMEM if it still does not fit. */
+span_t *limit_refused(size_t npages, size_t align) {
+  if (limit_retrying) { errno = ENOMEM; return NULL; }
+  limit_retrying = true;
+  heaps_collect_abandoned();
+  pages_collect(true);
+  span_t *s = pages_alloc(npages, align);
+  limit_retrying = false;
+  if (!s) errno = ENOMEM;
+  return s;
+}
+
+/* An xlarge mapping of `bytes` (large.c, no lock held): near the limit
+ * the free runs are purged first; past a hard limit, refused. */
+bool limit_allow_map(size_t bytes) {
+  if (pages_usage(bytes) + bytes <= limit_bytes || !limit_hard) return true;
+  heaps_collect_abandoned();
+  pages_collect(true);
+  if (pages_usage(bytes) + bytes <= limit_bytes) return true;
+  errno = ENOMEM;
+  return false;
+}

@@ -1,0 +1,193 @@
+/* limit — the memory limit (src/limit.c).
+ *
+ *   test-limit cycle MB     12 phases, each allocating a 48 MiB working set
+ *                           of one size (24 KiB .. 3 MiB, small, large and
+ *                           xlarge), touching it, then freeing all but every
+ *                           16th block (kept one phase more, so free runs stay
+ *                           split); VmRSS sampled after every 4 MiB.  With
+ *                           MB > 0 the peak must stay <= MB (run it with
+ *                           LITHE_MEMORY_LIMIT=MBm); prints time and peak.
+ *   test-limit hard MB      (LITHE_MEMORY_LIMIT_HARD=1) 1 MiB blocks, then
+ *                           100-byte blocks, until malloc returns NULL: errno
+ *                           is ENOMEM, what was allocated is <= MB and >= MB/2;
+ *                           after freeing half, allocation works again.
+ *   test-limit cgroup v1|v2 a cgroup tree under a temporary LITHE_CGROUP_ROOT,
+ *                           made from /proc/self/cgroup, limits the process to
+ *                           48 MiB (v2 memory.max in its cgroup; v1
+ *                           memory.limit_in_bytes of the parent, looser in its
+ *                           own): runs "hard 48" with that root and no
+ *                           LITHE_MEMORY_LIMIT. */
+#include "testutil.h" /* first: it defines _GNU_SOURCE */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MIB ((size_t)1 << 20)
+#define WS (48 * MIB)
+
+static long peak_kb, peak_held_kb;
+static void sample(void) {
+  long kb = tu_status_kb("VmRSS");
+  if (kb > peak_kb) {
+    lithe_stats_t st;
+    lithe_stats_get(&st);
+    peak_kb = kb;
+    peak_held_kb = (long)((st.committed - st.purged) >> 10); /* lithe's view then */
+  }
+}
+
+static int cycle(long limit_mb) {
+  static const size_t sizes[] = {24 << 10, 200 << 10, 3 << 20, 40 << 10, 1 << 20, (16 << 20) + (8 << 10)};
+  enum { MAXB = (48 << 20) / (24 << 10) + 16 };
+  static void *cur[MAXB], *pinned[MAXB];
+  size_t npinned = 0;
+  double t0 = tu_now();
+  for (int phase = 0; phase < 12; phase++) {
+    size_t sz = sizes[phase % 6], n = 0, since = 0;
+    for (size_t total = 0; total < WS; total += sz) {
+      cur[n] = malloc(sz);
+      CHECKF(cur[n] != NULL, "phase %d: malloc(%zu) failed", phase, sz);
+      memset(cur[n], phase + 1, sz);
+      n++;
+      if ((since += sz) >= 4 * MIB) { sample(); since = 0; }
+    }
+    sample();
+    for (size_t i = 0; i < npinned; i++) free(pinned[i]);
+    npinned = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (i % 16 == 0) pinned[npinned++] = cur[i];
+      else free(cur[i]);
+    }
+    sample();
+  }
+  for (size_t i = 0; i < npinned; i++) free(pinned[i]);
+  double secs = tu_now() - t0;
+  printf("cycle: 12 phases of a 48 MiB working set in %.3f s, peak VmRSS %ld kB (%.1f MiB; lithe's committed - purged "
+         "then %ld kB), limit %ld MiB\n", secs, peak_kb, peak_kb / 1024.0, peak_held_kb, limit_mb);
+  if (limit_mb > 0) CHECKF(peak_kb <= limit_mb * 1024, "peak VmRSS %ld kB over the %ld MiB limit", peak_kb, limit_mb);
+  return 0;
+}
+
+static int hard(long limit_mb) {
+  enum { MAX = 1 << 20 };
+  static void *big[4096];
+  static void *small[MAX];
+  size_t nbig = 0, nsmall = 0;
+  errno = 0;
+  while (nbig < 4096) {
+    void *p = malloc(MIB);
+    if (!p) break;
+    memset(p, 1, MIB);
+    big[nbig++] = p;
+  }
+  int e = errno;
+  CHECKF(nbig < 4096 && e == ENOMEM, "1 MiB blocks: %zu allocated, errno %d (want NULL + ENOMEM)", nbig, e);
+  errno = 0;
+  while (nsmall < MAX) {
+    void *p = malloc(100);
+    if (!p) break;
+    memset(p, 2, 100);
+    small[nsmall++] = p;
+  }
+  e = errno;
+  size_t total = nbig * MIB + nsmall * 100;
+  long rss = tu_status_kb("VmRSS");
+  printf("hard: %zu x 1 MiB + %zu x 100 B = %.1f MiB allocated before ENOMEM (limit %ld MiB), VmRSS %ld kB\n",
+         nbig, nsmall, total / (double)MIB, limit_mb, rss);
+  CHECKF(nsmall < MAX && e == ENOMEM, "100 B blocks: %zu allocated, errno %d (want NULL + ENOMEM)", nsmall, e);
+  CHECKF(total <= (size_t)limit_mb * MIB, "allocated %zu bytes, over the limit", total);
+  CHECKF(total >= (size_t)limit_mb * MIB / 2, "allocated only %zu bytes under a %ld MiB limit", total, limit_mb);
+  for (size_t i = 0; i < nbig; i += 2) free(big[i]);
+  for (size_t i = 0; i < nsmall; i++) free(small[i]);
+  size_t again = 0;
+  for (size_t i = 0; i < nbig; i += 2, again++) {
+    big[i] = malloc(MIB);
+    CHECKF(big[i] != NULL, "after freeing half, malloc(1 MiB) #%zu failed", again);
+    memset(big[i], 3, MIB);
+  }
+  for (size_t i = 0; i < nbig; i++) free(big[i]);
+  void *p = malloc(100);
+  CHECK(p != NULL);
+  free(p);
+  printf("hard: after freeing half, %zu x 1 MiB allocated again; still running\n", again);
+  return 0;
+}
+
+static void put_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  CHECKF(f != NULL, "%s: %s", path, strerror(errno));
+  fputs(text, f);
+  fclose(f);
+}
+
+/* mkdir -p */
+static void mkdirs(const char *path) {
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s", path);
+  for (char *p = tmp + 1; *p; p++)
+    if (*p == '/') { *p = 0; mkdir(tmp, 0755); *p = '/'; }
+  mkdir(tmp, 0755);
+}
+
+static int cgroup(const char *self, const char *version) {
+  char root[] = "/tmp/lithe-cgroup.XXXXXX";
+  CHECK(mkdtemp(root) != NULL);
+  FILE *f = fopen("/proc/self/cgroup", "r");
+  CHECK(f != NULL);
+  char line[4096], v2path[4096] = "", v1path[4096] = "";
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = 0;
+    char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c2) continue;
+    if (c2 == c1 + 1) snprintf(v2path, sizeof v2path, "%s", c2 + 1);
+    *c2 = 0;
+    if (strstr(c1 + 1, "memory")) snprintf(v1path, sizeof v1path, "%s", c2 + 1);
+  }
+  fclose(f);
+  char dir[8192], file[8300];
+  if (strcmp(version, "v2") == 0) {
+    snprintf(dir, sizeof dir, "%s%s", root, v2path);
+    mkdirs(dir);
+    snprintf(file, sizeof file, "%s/memory.max", dir);
+    put_file(file, "50331648\n"); /* 48 MiB */
+    snprintf(file, sizeof file, "%s/memory.max", root);
+    if (strcmp(v2path, "/") != 0 && v2path[0]) put_file(file, "max\n");
+  } else {
+    if (!v1path[0]) snprintf(v1path, sizeof v1path, "/lithe-test");
+    /* the parent's limit (48 MiB) is the lower one */
+    snprintf(dir, sizeof dir, "%s/memory%s", root, v1path);
+    mkdirs(dir);
+    snprintf(file, sizeof file, "%s/memory.limit_in_bytes", dir);
+    put_file(file, strcmp(v1path, "/") == 0 ? "50331648\n" : "9223372036854771712\n");
+    char *slash = strrchr(dir, '/');
+    *slash = 0;
+    snprintf(file, sizeof file, "%s/memory.limit_in_bytes", dir);
+    if (strcmp(v1path, "/") != 0) put_file(file, "50331648\n");
+  }
+  printf("cgroup %s: v2 path '%s', v1 memory path '%s', fake root %s\n", version, v2path, v1path, root);
+  char envroot[4200];
+  snprintf(envroot, sizeof envroot, "LITHE_CGROUP_ROOT=%s", root);
+  const char *env[] = {envroot, "LITHE_MEMORY_LIMIT", "LITHE_MEMORY_LIMIT_HARD=1", NULL};
+  char *argv[] = {(char *)self, "hard", "48", NULL};
+  static tu_child r;
+  CHECK(tu_run_exec(&r, argv, env, 60) == 0);
+  char how[64];
+  tu_describe(&r, how, sizeof how);
+  printf("%s%s", r.out, r.err);
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", root);
+  CHECKF(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "hard 48 under the cgroup limit: %s", how);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  tu_require_lithe();
+  if (argc > 2 && strcmp(argv[1], "cycle") == 0) return cycle(atol(argv[2]));
+  if (argc > 2 && strcmp(argv[1], "hard") == 0) return hard(atol(argv[2]));
+  if (argc > 2 && strcmp(argv[1], "cgroup") == 0) return cgroup(argv[0], argv[2]);
+  fprintf(stderr, "usage: %s cycle MB | hard MB | cgroup v1|v2\n", argv[0]);
+  return 2;
+}
