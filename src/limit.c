@@ -70,7 +70,7 @@ static size_t limit_along(const char *root, const char *sub, const char *cg, siz
 }
 
 static size_t cgroup_limit(void) {
-  const char *root = getenv("LITHE_CGROUP_ROOT");
+  const char *root = secure_getenv("LITHE_CGROUP_ROOT");
   if (!root || !*root) root = "/sys/fs/cgroup";
   char buf[4096];
   int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
@@ -106,7 +106,7 @@ static size_t cgroup_limit(void) {
 }
 
 void limit_init(void) {
-  const char *v = getenv("LITHE_MEMORY_LIMIT");
+  const char *v = secure_getenv("LITHE_MEMORY_LIMIT");
   if (v && *v) {
     size_t n = options_parse_size(v);
     if (n == 0 && strcmp(v, "0") != 0)
@@ -115,7 +115,7 @@ void limit_init(void) {
   } else {
     limit_bytes = cgroup_limit();
   }
-  v = getenv("LITHE_MEMORY_LIMIT_HARD");
+  v = secure_getenv("LITHE_MEMORY_LIMIT_HARD");
   limit_hard = limit_bytes && v && v[0] == '1';
   limit_pressure_at = limit_bytes / 10 * 9;
   if (lithe_opt.verbose && limit_bytes) lithe_warn("memory limit, bytes", limit_bytes);

@@ -487,18 +487,20 @@ static void leak_report(void) {
 
 /* ---- start-up and exit ------------------------------------------------- */
 
+/* secure_getenv, as options.c: a setuid program must not be made to
+ * write profiles where its caller says */
 void prof_init(void) {
   const char *v;
-  if ((v = getenv("LITHE_LEAKS")) != NULL && v[0] == '1') prof_mode = PROF_LEAKS;
-  else if ((v = getenv("LITHE_PROF")) != NULL && v[0] == '1') prof_mode = PROF_SAMPLE;
+  if ((v = secure_getenv("LITHE_LEAKS")) != NULL && v[0] == '1') prof_mode = PROF_LEAKS;
+  else if ((v = secure_getenv("LITHE_PROF")) != NULL && v[0] == '1') prof_mode = PROF_SAMPLE;
   if (prof_mode == PROF_OFF) return;
-  if ((v = getenv("LITHE_PROF_SAMPLE")) != NULL) {
+  if ((v = secure_getenv("LITHE_PROF_SAMPLE")) != NULL) {
     size_t n = options_parse_size(v);
     if (n) prof_rate = n;
     else lithe_warn("LITHE_PROF_SAMPLE must be a size like 512k; using the default, bytes", prof_rate);
   }
-  if ((v = getenv("LITHE_PROF_PREFIX")) != NULL && *v) prof_prefix = v;
-  prof_peak = (v = getenv("LITHE_PROF_PEAK")) != NULL && v[0] == '1';
+  if ((v = secure_getenv("LITHE_PROF_PREFIX")) != NULL && *v) prof_prefix = v;
+  prof_peak = (v = secure_getenv("LITHE_PROF_PEAK")) != NULL && v[0] == '1';
   atomic_store(&peak_next, 16 * prof_rate);
   size_t mapped;
   void *base;
