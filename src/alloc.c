@@ -30,15 +30,18 @@
  *   override.c  the exported malloc family and C++ operators.
  *   init.c      once-per-process set-up.
  *
- * malloc(n <= 1 KiB), the common case, with no lock and no atomic:
- *     heap = tls; span = heap->current[lut[(n+15)/16]];
- *     block = span->free; if (block) { span->free = block->next; ... }
+ * malloc(n <= 32 KiB), the common case, with no lock and no atomic:
+ *     heap = tls; c = lut[index(n)];
+ *     block = heap->bin[c]; if (block) { heap->bin[c] = block->next; ... }
  * free(p), same thread:
  *     span = pagemap[p]; check p is a block start; if (span->owner == heap)
- *     push on span->free; else CAS-push on span->thread_free.
+ *     push on heap->bin[span->cls]; else CAS-push on span->thread_free.
+ * A bin refills from its class's spans and overflows back into them in
+ * batches, so spans move between lists only once per batch (heap.c).
  * A freed block holds a per-process random key in its second word: a free
  * that finds the key there is a suspected double free, confirmed by a scan
- * of the span's free lists (one compare on the fast path).
+ * of the span's free lists and the owner's bin (one compare on the fast
+ * path).
  * ======================================================================== */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -70,7 +73,9 @@ static NOINLINE span_t *bad_pointer(const char *op, const void *p, span_t *s) {
 
 /* Suspected double free (the key matched): confirm by scanning. */
 static NOINLINE bool is_double_free(span_t *s, block_t *b) {
-  return span_contains_free(s, b);
+  if (span_contains_free(s, b)) return true;
+  heap_t *o = atomic_load_explicit(&s->owner, memory_order_acquire);
+  return o && heap_bin_has(o, s->cls, b);
 }
 
 static inline span_t *checked_span(const char *op, const void *p) {
@@ -99,16 +104,15 @@ NOINLINE void free_slow(void *p, const char *op) {
     if (b->key == lithe_free_key && is_double_free(s, b)) { lithe_report(op, p, "double free"); return; }
     heap_t *h = lithe_tls_heap;
     if (atomic_load_explicit(&s->owner, memory_order_relaxed) == h) {
-      b->next = s->free;
-      b->key = lithe_free_key;
-      s->free = b;
-      if ((int32_t)--s->used <= s->free_trigger) heap_free_local_slow(h, s);
+      bin_push(h, s->cls, b, lithe_free_key);
     } else {
       heap_free_remote(s, b);
     }
     return;
   }
   if (unlikely(s->prof != NULL)) prof_free(s);
+  heap_t *h = lithe_tls_heap;
+  if (h != &lithe_empty_heap) heap_decay(h);
   large_free(s);
 }
 

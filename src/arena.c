@@ -20,6 +20,8 @@
 
 pthread_mutex_t pages_lock = PTHREAD_MUTEX_INITIALIZER;
 size_t large_max;
+_Atomic uint32_t pages_epoch; /* purge passes so far: heaps empty their bins
+                                 when it moves (heap.c, heap_decay) */
 
 #define NBINS 64 /* bins[1..63]: exact page counts; bins[0]: 64 pages and up */
 static span_list_t bins[NBINS];
@@ -85,24 +87,34 @@ static span_t *free_neighbour(arena_t *a, char *page, char *edge, bool ends_at) 
   return t;
 }
 
+/* The free time of run `into` once `other` merges into it.  One run has
+ * one age, so the dirty part with more bytes gives it: a small run freed
+ * again and again next to a big old one (a block churned beside free
+ * space) must not keep the old pages from their purge forever, and a big
+ * young run must not be purged early for a small old neighbour. */
+static void merge_age(span_t *into, const span_t *other) {
+  if (!other->dirty) return;
+  if (!into->dirty || other->bytes > into->bytes) into->freed_ms = other->freed_ms;
+}
+
 /* Put a run back, merged with free neighbours. */
 static void insert_coalesced(span_t *s) {
   arena_t *a = s->arena;
   span_t *t = free_neighbour(a, s->start - PAGE_SIZE, s->start, true);
   if (t) {
     bin_remove(t);
+    merge_age(t, s);
     t->bytes += s->bytes;
     t->dirty |= s->dirty;
-    if (s->freed_ms > t->freed_ms) t->freed_ms = s->freed_ms;
     span_desc_free(s);
     s = t;
   }
   t = free_neighbour(a, s->start + s->bytes, s->start + s->bytes, false);
   if (t) {
     bin_remove(t);
+    merge_age(s, t);
     s->bytes += t->bytes;
     s->dirty |= t->dirty;
-    if (t->freed_ms > s->freed_ms) s->freed_ms = t->freed_ms;
     span_desc_free(t);
   }
   s->kind = SPAN_FREE;
@@ -251,6 +263,7 @@ static size_t purge_runs(uint64_t now, bool force, size_t keep) {
         purged += s->bytes;
       }
   last_purge_ms = now;
+  atomic_fetch_add_explicit(&pages_epoch, 1, memory_order_relaxed);
   return purged;
 }
 

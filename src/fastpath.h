@@ -1,5 +1,6 @@
 /* fastpath.h — the hot path, on one screen: malloc of a small size and
- * free of a small block by the thread that owns it.  No lock, no atomic
+ * free of a small block by the thread that owns it, both on the thread
+ * heap's per-class bin (a LIFO list of free blocks).  No lock, no atomic
  * read-modify-write.  Everything else goes through heap.c / alloc.c.
  * Included by alloc.c (lithe's own calls) and override.c (the exported
  * malloc/free), so neither pays a call to reach it. */
@@ -11,10 +12,10 @@
 void free_slow(void *p, const char *op) INTERNAL;
 
 /* malloc: every small size (<= SMALL_MAX) is one table lookup away from
- * its class (internal.h, lut_index); pop the current span's free list.
- * Before set-up class_lut is all zero: class 0's current span is the empty
- * one, whose free list is NULL, so the first malloc lands in the slow path
- * that sets everything up.  `key = 0` clears the double-free mark. */
+ * its class (internal.h, lut_index); pop the heap's bin of that class.
+ * Before set-up class_lut is all zero and bin[0] stays NULL, so the first
+ * malloc lands in the slow path that sets everything up.  A block handed
+ * out keeps neither the free-list link (word 0) nor the free key (word 1). */
 static inline void *malloc_inline(size_t n) {
   heap_t *h = lithe_tls_heap;
   size_t i;
@@ -22,15 +23,15 @@ static inline void *malloc_inline(size_t n) {
   else if (n <= SMALL_MAX) i = LUT_HI_BASE + ((n + 255) >> 8);
   else goto slow;
   {
-    span_t *s = h->current[class_lut[i]];
-    block_t *b = s->free;
+    unsigned c = class_lut[i];
+    block_t *b = h->bin[c];
     if (likely(b != NULL)) {
-      lt_assert_block(s, b); /* a corrupted free list stops here (Debug) */
+      lt_assert_block(pagemap_lookup(b), b); /* a corrupted bin stops here (Debug) */
       /* heap profiling: one subtract and one compare (prof.c); b != NULL
        * proves h is this thread's own heap, not the shared empty one */
       if (prof_due(h, n)) return prof_malloc(h, n); /* a tail jump */
-      s->free = b->next;
-      s->used++;
+      h->bin[c] = b->next;
+      h->bin_room[c]++;
       b->next = NULL; /* a block handed out holds no heap address */
       b->key = 0;
       return b;
@@ -39,6 +40,15 @@ static inline void *malloc_inline(size_t n) {
 slow:
   if (unlikely(n > ALLOC_MAX)) { errno = ENOMEM; return NULL; }
   return heap_malloc_generic(h, n);
+}
+
+/* The owner's free: push on its bin; an overflow sends half back to the
+ * spans (heap.c).  The key in word 1 marks the block free. */
+static inline void bin_push(heap_t *h, unsigned c, block_t *b, uintptr_t key) {
+  b->next = h->bin[c];
+  b->key = key;
+  h->bin[c] = b;
+  if (unlikely(--h->bin_room[c] < 0)) heap_bin_overflow(h, c);
 }
 
 /* Lemire's divisibility test: off is a block start <=> off * M <= M - 1,
@@ -53,9 +63,8 @@ static inline bool small_block_start(const span_t *s, size_t off) {
  * a p below start wraps to a huge off, and so does an address above 2^48
  * (its L1 index wraps, but it lies above every span).  Lemire's test then
  * proves p is a block start, and the key compare catches a double free
- * (confirmed by a scan in the slow path).  Then the owner pushes on the
- * span's free list; the span goes to the slow path only when `used` falls
- * to its free_trigger (heap.c); another thread's free is a CAS push. */
+ * (confirmed by a scan in the slow path).  Then the owner pushes on its
+ * bin; another thread's free is a CAS push on the span's thread_free. */
 static inline void free_inline(void *p) {
   uintptr_t a = (uintptr_t)p;
   span_t **l2 = atomic_load_explicit(&pagemap_l1[(a >> L1_SHIFT) & (L1_COUNT - 1)], memory_order_relaxed);
@@ -71,10 +80,7 @@ static inline void free_inline(void *p) {
   }
   heap_t *h = lithe_tls_heap;
   if (likely(atomic_load_explicit(&s->owner, memory_order_relaxed) == h)) {
-    b->next = s->free;
-    b->key = key;
-    s->free = b;
-    if (unlikely((int32_t)--s->used <= s->free_trigger)) heap_free_local_slow(h, s);
+    bin_push(h, s->cls, b, key);
     return;
   }
   heap_free_remote(s, b);

@@ -103,15 +103,140 @@ static inline void unmark_full_list(heap_t *h, span_t *s) {
   s->free_trigger = 0;
 }
 
-static inline void *span_pop(span_t *s) {
-  block_t *b = s->free;
-  lt_assert_block(s, b);
-  lt_assert_cmp(s->used, <, s->capacity);
-  s->free = b->next;
-  s->used++;
+/* ---- bins ----------------------------------------------------------------
+ * A heap's bin of a class is a LIFO list of free blocks from spans the heap
+ * owns: the owner's free pushes there and malloc pops there (fastpath.h),
+ * so a wave of frees followed by mallocs of one size touches no span.  A
+ * block in a bin still counts as `used` by its span.  The bin refills from
+ * the class's current span (its whole free list, up to the capacity) and,
+ * when a push overflows it, sends the older half back to the spans, where
+ * the usual rules release empty spans and refile full ones.  Capacity
+ * grows (x2, to BIN_MAX_BYTES) only when malloc has found the bin empty
+ * since the last overflow: the program frees and reuses that many. */
+
+static uint32_t bin_first_cap(unsigned cls) {
+  uint32_t n = (uint32_t)(BIN_FIRST_BYTES / class_size[cls]);
+  return n < BIN_MIN_BLOCKS ? BIN_MIN_BLOCKS : n;
+}
+
+static uint32_t bin_max_cap(unsigned cls) {
+  uint32_t n = (uint32_t)(BIN_MAX_BYTES / class_size[cls]);
+  if (n > BIN_MAX_BLOCKS) n = BIN_MAX_BLOCKS;
+  uint32_t first = bin_first_cap(cls);
+  return n < first ? first : n;
+}
+
+/* One block back to its span, as the owner's free did before bins. */
+static void span_give_back(heap_t *h, span_t *s, block_t *b) {
+  b->next = s->free;
+  s->free = b;
+  s->nfree++;
+  if ((int32_t)--s->used <= s->free_trigger) heap_free_local_slow(h, s);
+}
+
+static void give_back_list(heap_t *h, block_t *b) {
+  while (b) {
+    block_t *next = b->next;
+    span_give_back(h, pagemap_lookup(b), b);
+    b = next;
+  }
+}
+
+void heap_bin_overflow(heap_t *h, unsigned cls) {
+  if (atomic_load_explicit(&pages_epoch, memory_order_relaxed) != h->epoch) {
+    heap_decay(h); /* every bin emptied, this one's room reset */
+    return;
+  }
+  uint32_t cap = h->bin_cap[cls];
+  uint32_t count = (uint32_t)((int32_t)cap - h->bin_room[cls]);
+  if (!cap) cap = bin_first_cap(cls);
+  else if (h->bin_missed[cls] && cap < bin_max_cap(cls)) cap = cap * 2 < bin_max_cap(cls) ? cap * 2 : bin_max_cap(cls);
+  h->bin_missed[cls] = 0;
+  h->bin_cap[cls] = cap;
+  if (count > cap) { /* keep the newer half: the blocks last touched */
+    uint32_t keep = cap / 2;
+    block_t *last = h->bin[cls];
+    for (uint32_t i = 1; i < keep; i++) last = last->next;
+    block_t *rest = last->next;
+    last->next = NULL;
+    count = keep;
+    give_back_list(h, rest);
+  }
+  h->bin_room[cls] = (int32_t)(cap - count);
+}
+
+/* Empty every bin back into the spans. */
+static void heap_bins_flush(heap_t *h) {
+  for (unsigned c = 1; c < NCLASSES; c++) {
+    block_t *b = h->bin[c];
+    if (!b) continue;
+    h->bin[c] = NULL;
+    h->bin_room[c] = (int32_t)h->bin_cap[c];
+    give_back_list(h, b);
+  }
+}
+
+/* Bins decay like free page runs: when the page heap has run a purge pass
+ * since this heap last looked (every purge delay / 4 while pages move,
+ * arena.c), the bins go back to the spans, so blocks a program freed and
+ * stopped using reach the page heap and its purge.  Looked at in the
+ * slow paths: bin refill and overflow, large malloc and free. */
+void heap_decay(heap_t *h) {
+  uint32_t e = atomic_load_explicit(&pages_epoch, memory_order_relaxed);
+  if (likely(e == h->epoch)) return;
+  h->epoch = e;
+  heap_bins_flush(h);
+}
+
+static inline void *bin_pop(heap_t *h, unsigned cls) {
+  block_t *b = h->bin[cls];
+  lt_assert_block(pagemap_lookup(b), b);
+  h->bin[cls] = b->next;
+  h->bin_room[cls]++;
   b->next = NULL; /* as malloc_inline: no free-list link left behind */
   b->key = 0;
   return b;
+}
+
+/* Move s's free list (at most capacity + 1 blocks) to the empty bin and
+ * hand out its first block. */
+static void *bin_refill(heap_t *h, span_t *s, unsigned cls) {
+  uint32_t cap = h->bin_cap[cls];
+  if (!cap) cap = h->bin_cap[cls] = bin_first_cap(cls);
+  block_t *b = s->free;
+  uint32_t n = s->nfree;
+  lt_assert_block(s, b);
+  lt_assert_cmp(s->used + n, <=, s->capacity);
+  if (n > cap + 1) {
+    block_t *last = b;
+    for (uint32_t i = 0; i < cap; i++) last = last->next;
+    s->free = last->next;
+    last->next = NULL;
+    n = cap + 1;
+  } else {
+    s->free = NULL;
+  }
+  s->nfree -= n;
+  s->used += n;
+  h->bin[cls] = b->next;
+  h->bin_room[cls] = (int32_t)(cap - (n - 1));
+  h->bin_missed[cls] = 1;
+  b->next = NULL;
+  b->key = 0;
+  return b;
+}
+
+bool heap_bin_has(heap_t *h, unsigned cls, const block_t *b) {
+  /* may be another thread's bin: bounded, and every link is checked to be
+   * a handed-out part of a small span before it is followed */
+  const block_t *x = h->bin[cls];
+  for (uint32_t i = 0; x && i <= BIN_MAX_BLOCKS + 1; i++) {
+    if (x == b) return true;
+    span_t *t = pagemap_lookup(x);
+    if (!t || (size_t)((const char *)x - t->start) >= t->carved) return false;
+    x = x->next;
+  }
+  return false;
 }
 
 /* ---- heap creation ----------------------------------------------------- */
@@ -143,6 +268,10 @@ static heap_t *heap_thread_init(void) {
   for (unsigned c = 0; c < NCLASSES; c++) h->current[c] = &lithe_empty_span;
   memset(h->spans_made, 0, sizeof h->spans_made);
   h->prof_left = prof_heap_start();
+  memset(h->bin, 0, sizeof h->bin); /* a pooled heap's bins are empty */
+  memset(h->bin_room, 0, sizeof h->bin_room);
+  memset(h->bin_cap, 0, sizeof h->bin_cap);
+  memset(h->bin_missed, 0, sizeof h->bin_missed);
   lithe_tls_heap = h;
   pthread_setspecific(heap_key, h);
   return h;
@@ -208,6 +337,19 @@ static void heap_drain_remote(heap_t *h) {
   }
 }
 
+/* A cached empty span of one of these sizes, made a span of class cls. */
+static span_t *cache_take(heap_t *h, unsigned cls, size_t bytes, size_t first) {
+  for (unsigned i = 0; i < h->ncache; i++) {
+    span_t *s = h->cache[i];
+    if (s->bytes == bytes || s->bytes == first) {
+      h->cache[i] = h->cache[--h->ncache];
+      span_init_small(s, cls);
+      return s;
+    }
+  }
+  return NULL;
+}
+
 /* A span for class cls: adopt an abandoned one, else a cached empty one,
  * else fresh pages. */
 static span_t *heap_span_new(heap_t *h, unsigned cls) {
@@ -234,15 +376,18 @@ static span_t *heap_span_new(heap_t *h, unsigned cls) {
   }
   size_t bytes = class_span_bytes[cls];
   size_t first = h->spans_made[cls] ? bytes : class_first_span_bytes[cls];
-  for (unsigned i = 0; i < h->ncache; i++) {
-    span_t *s = h->cache[i];
-    if (s->bytes == bytes || s->bytes == first) {
-      h->cache[i] = h->cache[--h->ncache];
-      span_init_small(s, cls);
-      return s;
-    }
+  span_t *s = cache_take(h, cls, bytes, first);
+  if (s) return s;
+  /* Before fresh pages: the bins' blocks back to their spans, so memory
+   * that another size freed is used again (emptied spans land in the
+   * cache, looked at once more) rather than adding to the peak. */
+  bool binned = false;
+  for (unsigned c = 1; c < NCLASSES && !binned; c++) binned = h->bin[c] != NULL;
+  if (binned) {
+    heap_bins_flush(h);
+    if ((s = cache_take(h, cls, bytes, first))) return s;
   }
-  span_t *s = pages_alloc(first >> PAGE_SHIFT, 0);
+  s = pages_alloc(first >> PAGE_SHIFT, 0);
   if (!s) return NULL;
   atomic_fetch_add_explicit(&spans_small_live, 1, memory_order_relaxed);
   if (h->spans_made[cls] < UINT8_MAX) h->spans_made[cls]++;
@@ -265,11 +410,13 @@ void *heap_malloc_class(heap_t *h, unsigned cls) {
     if (unlikely(tls_heap_gone)) return fallback_malloc(cls);
     if (!(h = heap_thread_init())) goto oom;
   }
+  if (h->bin[cls]) return bin_pop(h, cls); /* memalign's way in */
+  heap_decay(h);
   for (;;) {
     span_t *s = h->current[cls];
     if (s != &lithe_empty_span) {
-      if (s->free) return span_pop(s);
-      if (span_collect_remote(s) || span_extend(s)) return span_pop(s);
+      if (s->free) return bin_refill(h, s, cls);
+      if (span_collect_remote(s) || span_extend(s)) return bin_refill(h, s, cls);
       if (!span_mark_full(s)) continue; /* remote frees came in: collect */
       list_remove(&h->avail[cls], s);
       mark_full_list(h, s);
@@ -292,6 +439,7 @@ void *heap_malloc_generic(heap_t *h, size_t size) {
   if (unlikely(h == &lithe_empty_heap)) lithe_process_init(); /* size_class needs it */
   else if (prof_due(h, size)) return prof_malloc(h, size);
   if (size <= SMALL_MAX) return heap_malloc_class(h, size_class(size));
+  if (h != &lithe_empty_heap) heap_decay(h);
   return large_alloc(size, 0);
 }
 
@@ -348,9 +496,15 @@ void heap_free_remote(span_t *s, block_t *b) {
 
 /* ---- collection, thread exit ------------------------------------------- */
 
-/* Return this heap's empty spans (and with force its span cache). */
+/* Empty the bins and return this heap's empty spans and span cache (with
+ * force the current spans too, if empty).  Without the cache flush the
+ * four cached spans sit between free runs and keep them from coalescing
+ * into runs the purge can take whole (tree_allocate's memory at end after
+ * lithe_collect(false), one run each: 1,388 kB with them, 1,096 kB
+ * without). */
 void heap_collect(heap_t *h, bool force) {
   if (h == &lithe_empty_heap) return;
+  heap_bins_flush(h);
   heap_drain_remote(h);
   for (unsigned c = 1; c < NCLASSES; c++) {
     span_t *cur = h->current[c];
@@ -366,7 +520,7 @@ void heap_collect(heap_t *h, bool force) {
     }
     set_current(h, c);
   }
-  if (force) cache_flush(h);
+  cache_flush(h); /* empty spans kept for reuse: "now" is the time to let go */
 }
 
 /* Abandoned spans whose blocks have all been freed go back to the pages. */
@@ -399,6 +553,7 @@ static void span_abandon(span_t *s) {
 }
 
 static void heap_abandon(heap_t *h) {
+  heap_bins_flush(h); /* 0. every block back in its span */
   /* 1. no more notifications: TF_NOTIFY off, wait out TF_NOTIFYING */
   for (span_t *s = h->full.first; s; s = s->next) {
     uintptr_t tf = wait_notifying(s);
@@ -440,6 +595,20 @@ void heap_thread_exit(void *arg) {
   h->next_pool = heap_pool;
   heap_pool = h;
   heaps_live--;
+  pthread_mutex_unlock(&heaps_lock);
+}
+
+/* A snapshot of the blocks sitting in every heap's bins (other threads
+ * keep changing theirs: read without ordering, as the span counts are). */
+void heaps_binned(uint64_t out[NCLASSES]) {
+  memset(out, 0, NCLASSES * sizeof out[0]);
+  pthread_mutex_lock(&heaps_lock);
+  for (heap_t *h = all_heaps; h; h = h->next_all)
+    for (unsigned c = 1; c < NCLASSES; c++) {
+      int64_t n = (int64_t)__atomic_load_n(&h->bin_cap[c], __ATOMIC_RELAXED) -
+                  __atomic_load_n(&h->bin_room[c], __ATOMIC_RELAXED);
+      if (n > 0) out[c] += (uint64_t)n;
+    }
   pthread_mutex_unlock(&heaps_lock);
 }
 

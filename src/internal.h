@@ -94,6 +94,21 @@
  * heap: absorbs alloc/free waves without taking the page-heap lock. */
 #define HEAP_SPAN_CACHE 4
 
+/* A heap's bin of a class holds free blocks (of spans it owns) between the
+ * owner's free and its next malloc, so a wave of frees and mallocs of one
+ * size never moves spans (heap.c, "Bins").  Its capacity starts at
+ * BIN_FIRST_BYTES worth of blocks (>= BIN_MIN_BLOCKS), doubles when the
+ * bin overflows after malloc found it empty since the last overflow, up
+ * to BIN_MAX_BYTES (<= BIN_MAX_BLOCKS); an overflow sends half of it back
+ * to the spans.  Every bin is emptied before the heap takes fresh pages,
+ * on lithe_collect and at thread exit, so bins never hold memory that
+ * another size needs.  BIN_MAX_BYTES: 100 frees then 100 mallocs of
+ * 32 KiB fit (3.2 MiB), the batch that bench-cgloop b counts. */
+#define BIN_FIRST_BYTES ((size_t)16 * KiB)
+#define BIN_MIN_BLOCKS  4
+#define BIN_MAX_BYTES   ((size_t)4 * MiB)
+#define BIN_MAX_BLOCKS  1024
+
 /* Most bytes one request may ask for: beyond this no mapping can succeed on
  * a 47-bit user address space, so we fail fast with ENOMEM. */
 #define ALLOC_MAX ((size_t)1 << 46)
@@ -153,9 +168,12 @@ typedef struct span_s {
   struct arena_s *arena;             /* NULL for xlarge                  */
   char *bump;                /* small: first never-used block; written
                                 only when the owner carves a new slice  */
-  /* owner-written on every malloc/free */
+  /* owner-written when blocks move between the span and the owner's bin */
   _Alignas(CACHE_LINE) block_t *free; /* owner-local free list           */
-  uint32_t used;             /* blocks out (remote frees not yet counted) */
+  uint32_t nfree;            /* blocks on `free`                         */
+  uint32_t used;             /* blocks not on `free`: handed out, in the
+                                owner's bin, or freed remotely and not
+                                yet collected                            */
   int32_t free_trigger;      /* owner's free goes slow when used <= this:
                                 -1 current span, 0 other available span
                                 (release when empty), full span: 1/16 of
@@ -187,13 +205,20 @@ typedef struct heap_s {
    * size and goes to prof.c when this drops below 0 (prof.c sets it to
    * INTPTR_MAX when profiling is off, so that never happens). */
   intptr_t prof_left;
-  span_t *current[NCLASSES];          /* malloc pops current[cls]->free */
+  /* the fast path: malloc pops bin[cls], the owner's free pushes on it */
+  block_t *bin[NCLASSES];             /* free blocks of the class, LIFO  */
+  int32_t bin_room[NCLASSES];         /* pushes left before overflow     */
+  uint32_t bin_cap[NCLASSES];         /* capacity (0: not set yet)       */
+  uint8_t bin_missed[NCLASSES];       /* malloc found it empty since the
+                                         last overflow                   */
+  span_t *current[NCLASSES];          /* the bin refills from current[cls] */
   span_list_t avail[NCLASSES];        /* spans with free room, current first */
   span_list_t full;                   /* spans with no room left         */
   span_t *_Atomic remote_spans;       /* full spans that got remote frees */
   span_t *cache[HEAP_SPAN_CACHE];     /* empty spans kept for reuse      */
   unsigned ncache;
   uint8_t spans_made[NCLASSES];       /* 0: next span is a first span    */
+  uint32_t epoch;                     /* pages_epoch when bins last emptied */
   struct heap_s *next_pool;           /* pool of heaps of exited threads */
   struct heap_s *next_all;            /* every heap made (fork child walks it) */
   bool live;
@@ -284,6 +309,7 @@ static inline unsigned size_class(size_t n) { return class_lut[lut_index(n)]; }
 /* arena.c: arenas and the page heap */
 extern pthread_mutex_t pages_lock INTERNAL;
 extern size_t large_max INTERNAL;
+extern _Atomic uint32_t pages_epoch INTERNAL;
 span_t *pages_alloc(size_t npages, size_t align) INTERNAL;   /* kind FREE->caller sets */
 void pages_free(span_t *s) INTERNAL;                          /* takes pages_lock */
 bool pages_try_resize(span_t *s, size_t npages) INTERNAL;      /* grow/shrink in place */
@@ -312,6 +338,7 @@ typedef struct heap_walk_s {
   size_t free_dirty_bytes;          /* ... whose pages may be resident     */
 } heap_walk_t;
 void heap_walk(heap_walk_t *w) INTERNAL;
+void heaps_binned(uint64_t out[NCLASSES]) INTERNAL; /* free blocks in bins, per class */
 size_t pages_usage(size_t more) INTERNAL; /* bytes that may be resident (limit.c) */
 
 /* limit.c: the memory limit (LITHE_MEMORY_LIMIT, or the cgroup's) */
@@ -337,6 +364,9 @@ extern uintptr_t lithe_free_key INTERNAL;
 void *heap_malloc_generic(heap_t *h, size_t size) INTERNAL;
 void *heap_malloc_class(heap_t *h, unsigned cls) INTERNAL;
 void heap_free_local_slow(heap_t *h, span_t *s) INTERNAL;
+void heap_bin_overflow(heap_t *h, unsigned cls) INTERNAL;
+void heap_decay(heap_t *h) INTERNAL;
+bool heap_bin_has(heap_t *h, unsigned cls, const block_t *b) INTERNAL;
 void heap_free_remote(span_t *s, block_t *b) INTERNAL;
 void heap_collect(heap_t *h, bool force) INTERNAL;
 void heaps_collect_abandoned(void) INTERNAL;

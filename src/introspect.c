@@ -63,6 +63,16 @@ void heap_walk(heap_walk_t *w) {
   memset(w, 0, sizeof *w);
   if (!atomic_load(&lithe_initialized)) return;
   pages_walk(walk_span, w);
+  /* blocks in the heaps' bins count as used by their spans, but are free */
+  uint64_t binned[NCLASSES];
+  heaps_binned(binned);
+  for (unsigned c = 1; c < NCLASSES; c++) {
+    uint64_t n = binned[c] < w->cls[c].blocks_live ? binned[c] : w->cls[c].blocks_live;
+    w->cls[c].blocks_live -= n;
+    w->cls[c].blocks_free += n;
+    w->small_live_bytes -= n * class_size[c];
+    w->small_free_bytes += n * class_size[c];
+  }
 }
 
 /* ---- mallinfo ------------------------------------------------------------ */

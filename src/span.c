@@ -22,6 +22,7 @@ void span_init_small(span_t *s, unsigned cls) {
    * with M = 2^64 / size rounded up, for 32-bit off. */
   s->div_magic = UINT64_MAX / size + 1;
   s->free = NULL;
+  s->nfree = 0;
   s->used = 0;
   s->full = 0;
   s->free_trigger = 0;
@@ -52,6 +53,7 @@ bool span_extend(span_t *s) {
     head = b;
   }
   s->free = head;
+  s->nfree += (uint32_t)n;
   s->bump = p + n * size;
   lt_assert_cmp(s->bump, <=, s->bump_end);
   s->carved = (uint32_t)(s->bump - s->start);
@@ -76,6 +78,7 @@ uint32_t span_collect_remote(span_t *s) {
     tail->next = s->free;
   }
   s->free = list;
+  s->nfree += n;
   s->used -= n;
   return n;
 }
