@@ -14,8 +14,11 @@
  *                              except on lithe_collect(true) / malloc_trim)
  *   LITHE_ON_ERROR=abort|ignore  what a detected misuse (double free, foreign
  *                              pointer) does after its message (default abort)
- *   LITHE_SHOW_STATS=1         print statistics to stderr at exit
- *   LITHE_VERBOSE=1            print option values and OS failures to stderr
+ *   LITHE_SHOW_STATS=1|json    print statistics to stderr at exit (json:
+ *                              lithe_stats_print_json's form)
+ *   LITHE_VERBOSE=1            print every option, its value and where it
+ *                              came from (default, environment), and OS
+ *                              failures, to stderr
  * Heap profiling and leak reports (docs/profiling.md):
  *   LITHE_PROF=1               sample allocations; write a heap profile that
  *                              google-pprof reads to PREFIX.<pid>.heap at exit
@@ -24,6 +27,8 @@
  *   LITHE_PROF_PEAK=1          also dump at each new peak (one per doubling)
  *   LITHE_LEAKS=1              track every allocation; print the biggest live
  *                              allocation sites to stderr at exit
+ * (every option, with its range and the reason for its default:
+ * docs/options.md)
  */
 #ifndef LITHE_H
 #define LITHE_H
@@ -82,6 +87,9 @@ typedef struct lithe_stats_s {
 void lithe_stats_get(lithe_stats_t *out);
 /* Print the statistics in human form to file descriptor fd. */
 void lithe_stats_print(int fd);
+/* The same as one JSON object, with per-size-class counts (blocks live and
+ * free, spans, bytes); fields in docs/stats.md.  Allocates nothing. */
+void lithe_stats_print_json(int fd);
 
 /* Write the heap profile (gperftools heap-profile text, for google-pprof)
  * of the live sampled allocations to path; NULL: PREFIX.<pid>.<n>.heap.

@@ -241,9 +241,10 @@ typedef struct options_s {
   size_t arena_size;
   long purge_delay_ms;
   bool on_error_ignore;
-  bool show_stats;
+  uint8_t show_stats;     /* LITHE_SHOW_STATS: 0, STATS_TEXT or STATS_JSON */
   bool verbose;
 } options_t;
+enum { STATS_TEXT = 1, STATS_JSON = 2 };
 extern options_t lithe_opt INTERNAL;
 void options_init(void) INTERNAL;
 size_t options_parse_size(const char *v) INTERNAL; /* "64m" -> bytes; 0 on error */

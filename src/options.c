@@ -13,7 +13,7 @@ options_t lithe_opt = {
   .purge_delay_ms = 1000, /* like jemalloc's decay and Go's scavenger: reuse
                              before giving back; DESIGN.md's fault costs */
   .on_error_ignore = false,
-  .show_stats = false,
+  .show_stats = 0,
   .verbose = false,
 };
 
@@ -38,22 +38,40 @@ size_t options_parse_size(const char *v) {
 
 /* secure_getenv: in a setuid / setgid or capability-raising program the
  * options are not the caller's to set (LITHE_ON_ERROR=ignore would let
- * them run on past a detected double free); they read as unset there. */
+ * them run on past a detected double free); they read as unset there.
+ * Every option is listed, with its default, range and the reason for the
+ * default, in docs/options.md (the options_doc test keeps the two equal). */
+enum { OPT_ARENA_SIZE, OPT_PURGE_DELAY, OPT_ON_ERROR, OPT_SHOW_STATS, OPT_VERBOSE, OPT_COUNT };
+static unsigned from_env;  /* bit OPT_x: the value came from the environment */
+static unsigned rejected;  /* bit OPT_x: the environment's value was refused  */
+
+static const char *env(const char *name, unsigned opt) {
+  const char *v = secure_getenv(name);
+  if (v) from_env |= 1u << opt;
+  return v;
+}
+
+static void options_print(void);
+
 void options_init(void) {
   const char *v;
-  lithe_opt.verbose = env_true(secure_getenv("LITHE_VERBOSE"));
-  lithe_opt.show_stats = env_true(secure_getenv("LITHE_SHOW_STATS"));
-  if ((v = secure_getenv("LITHE_ON_ERROR")) != NULL)
+  lithe_opt.verbose = env_true(env("LITHE_VERBOSE", OPT_VERBOSE));
+  if ((v = env("LITHE_SHOW_STATS", OPT_SHOW_STATS)) != NULL)
+    lithe_opt.show_stats = strcmp(v, "json") == 0 ? STATS_JSON : env_true(v) ? STATS_TEXT : 0;
+  if ((v = env("LITHE_ON_ERROR", OPT_ON_ERROR)) != NULL)
     lithe_opt.on_error_ignore = (strcmp(v, "ignore") == 0);
-  if ((v = secure_getenv("LITHE_ARENA_SIZE")) != NULL) {
+  if ((v = env("LITHE_ARENA_SIZE", OPT_ARENA_SIZE)) != NULL) {
     size_t n = options_parse_size(v);
-    if (n >= ARENA_MIN && n <= ARENA_MAX && (n & (n - 1)) == 0)
+    if (n >= ARENA_MIN && n <= ARENA_MAX && (n & (n - 1)) == 0) {
       lithe_opt.arena_size = n;
-    else
+    } else {
+      rejected |= 1u << OPT_ARENA_SIZE;
       lithe_warn("LITHE_ARENA_SIZE must be a power of two from 4m to 1g; using the default, bytes",
                  ARENA_DEFAULT);
+    }
   }
-  if ((v = secure_getenv("LITHE_PURGE_DELAY_MS")) != NULL) lithe_opt.purge_delay_ms = strtol(v, NULL, 10);
+  if ((v = env("LITHE_PURGE_DELAY_MS", OPT_PURGE_DELAY)) != NULL) lithe_opt.purge_delay_ms = strtol(v, NULL, 10);
+  if (lithe_opt.verbose) options_print();
 }
 
 /* ---- formatting without malloc ----------------------------------------- */
@@ -101,6 +119,57 @@ void lithe_warn(const char *msg, size_t value) {
   cat(buf, &len, sizeof buf, num);
   cat(buf, &len, sizeof buf, "\n");
   write_all(buf, len);
+}
+
+/* LITHE_VERBOSE=1: every option, its value and where the value came from:
+ *   lithe: option LITHE_ARENA_SIZE=67108864 (default)
+ *   lithe: option LITHE_PURGE_DELAY_MS=0 (environment)
+ *   lithe: option LITHE_ARENA_SIZE=67108864 (default; the environment's value was refused) */
+/* Options other layers read themselves (prof.c, limit.c), at their own
+ * start-up: printed with the environment's text, or the default they
+ * document (docs/options.md lists them too). */
+static const char *const other_opts[][2] = {
+    {"LITHE_PROF", "0"},          {"LITHE_PROF_SAMPLE", "512k"},      {"LITHE_PROF_PREFIX", "lithe"},
+    {"LITHE_PROF_PEAK", "0"},     {"LITHE_LEAKS", "0"},               {"LITHE_MEMORY_LIMIT", "cgroup"},
+    {"LITHE_MEMORY_LIMIT_HARD", "0"}, {"LITHE_CGROUP_ROOT", "/sys/fs/cgroup"},
+};
+
+static void options_print(void) {
+  for (size_t i = 0; i < sizeof other_opts / sizeof other_opts[0]; i++) {
+    char buf[320];
+    size_t len = 0;
+    const char *v = secure_getenv(other_opts[i][0]);
+    cat(buf, &len, sizeof buf, "lithe: option ");
+    cat(buf, &len, sizeof buf, other_opts[i][0]);
+    cat(buf, &len, sizeof buf, "=");
+    cat(buf, &len, sizeof buf, v ? v : other_opts[i][1]);
+    cat(buf, &len, sizeof buf, v ? " (environment)\n" : " (default)\n");
+    write_all(buf, len);
+  }
+  static const char *const names[OPT_COUNT] = {"LITHE_ARENA_SIZE", "LITHE_PURGE_DELAY_MS",
+                                               "LITHE_ON_ERROR", "LITHE_SHOW_STATS", "LITHE_VERBOSE"};
+  for (unsigned i = 0; i < OPT_COUNT; i++) {
+    char buf[160], num[24];
+    const char *val = num;
+    size_t len = 0;
+    switch (i) {
+      case OPT_ARENA_SIZE: fmt_dec(num, lithe_opt.arena_size); break;
+      case OPT_PURGE_DELAY:
+        if (lithe_opt.purge_delay_ms < 0) { num[0] = '-'; fmt_dec(num + 1, (uint64_t)-lithe_opt.purge_delay_ms); }
+        else fmt_dec(num, (uint64_t)lithe_opt.purge_delay_ms);
+        break;
+      case OPT_ON_ERROR: val = lithe_opt.on_error_ignore ? "ignore" : "abort"; break;
+      case OPT_SHOW_STATS: val = lithe_opt.show_stats == STATS_JSON ? "json" : lithe_opt.show_stats ? "1" : "0"; break;
+      default: val = lithe_opt.verbose ? "1" : "0"; break;
+    }
+    cat(buf, &len, sizeof buf, "lithe: option ");
+    cat(buf, &len, sizeof buf, names[i]);
+    cat(buf, &len, sizeof buf, "=");
+    cat(buf, &len, sizeof buf, val);
+    cat(buf, &len, sizeof buf, rejected & (1u << i) ? " (default; the environment's value was refused)\n"
+                               : from_env & (1u << i) ? " (environment)\n" : " (default)\n");
+    write_all(buf, len);
+  }
 }
 
 void lithe_fatal(const char *msg) {

@@ -1,5 +1,6 @@
-/* stats.c — process-wide counters, lithe_stats_get, and the report printed
- * at exit with LITHE_SHOW_STATS=1 (tests grep for its "lithe stats" line to
+/* stats.c — process-wide counters, lithe_stats_get, lithe_stats_print and
+ * its JSON form, and the report printed at exit with LITHE_SHOW_STATS=1 or
+ * =json (tests grep for the text report's "lithe stats" line to
  * prove lithe really served a program). */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -60,6 +61,98 @@ LITHE_API void lithe_stats_print(int fd) {
   put(fd, "  purges               ", st.purges);
 }
 
+/* ---- JSON (lithe_stats_print_json, LITHE_SHOW_STATS=json) ----------------
+ * Written with write(2) from a stack buffer: nothing allocates, so it is
+ * safe at exit and from a signal-free context with lithe half torn down.
+ * The fields are documented one by one in docs/stats.md. */
+typedef struct jout_s {
+  int fd;
+  size_t len;
+  char buf[2048];
+} jout_t;
+
+static void j_flush(jout_t *o) {
+  for (size_t off = 0; off < o->len;) {
+    ssize_t w = write(o->fd, o->buf + off, o->len - off);
+    if (w <= 0) break;
+    off += (size_t)w;
+  }
+  o->len = 0;
+}
+static void j_str(jout_t *o, const char *str) {
+  for (; *str; str++) {
+    if (o->len == sizeof o->buf) j_flush(o);
+    o->buf[o->len++] = *str;
+  }
+}
+static void j_num(jout_t *o, size_t v) {
+  char num[24];
+  fmt_dec(num, v);
+  j_str(o, num);
+}
+/* "key": v, with a comma before it unless it is the first of its object */
+static void j_field(jout_t *o, const char *key, size_t v, bool first) {
+  j_str(o, first ? "\"" : ", \"");
+  j_str(o, key);
+  j_str(o, "\": ");
+  j_num(o, v);
+}
+
+LITHE_API void lithe_stats_print_json(int fd) {
+  heap_walk_t w;
+  heap_walk(&w); /* before the counters: both then describe the same moment */
+  lithe_stats_t st;
+  lithe_stats_get(&st);
+  jout_t o;
+  o.fd = fd;
+  o.len = 0;
+  j_str(&o, "{\"version\": \"");
+  j_str(&o, lithe_version() + 6); /* past "lithe " */
+  j_str(&o, "\"");
+  j_field(&o, "pid", (size_t)getpid(), false);
+  j_str(&o, ",\n \"totals\": {");
+  j_field(&o, "reserved", st.reserved, true);
+  j_field(&o, "committed", st.committed, false);
+  j_field(&o, "purged", st.purged, false);
+  j_field(&o, "metadata", st.metadata, false);
+  j_field(&o, "arenas", st.arenas, false);
+  j_field(&o, "xlarge_live", st.xlarge_live, false);
+  j_field(&o, "xlarge_bytes", st.xlarge_bytes, false);
+  j_field(&o, "large_live", st.large_live, false);
+  j_field(&o, "spans_small", st.spans_small, false);
+  j_field(&o, "spans_abandoned", st.spans_abandoned, false);
+  j_field(&o, "heaps_live", st.heaps_live, false);
+  j_field(&o, "heaps_created", st.heaps_created, false);
+  j_field(&o, "os_calls", st.os_calls, false);
+  j_field(&o, "purges", st.purges, false);
+  j_str(&o, "},\n \"pages\": {");
+  j_field(&o, "small_live_bytes", w.small_live_bytes, true);
+  j_field(&o, "small_free_bytes", w.small_free_bytes, false);
+  j_field(&o, "large_live", w.large_live, false);
+  j_field(&o, "large_bytes", w.large_bytes, false);
+  j_field(&o, "free_runs", w.free_runs, false);
+  j_field(&o, "free_bytes", w.free_bytes, false);
+  j_field(&o, "free_dirty_bytes", w.free_dirty_bytes, false);
+  j_str(&o, "},\n \"classes\": [");
+  bool first = true;
+  for (unsigned c = 1; c < NCLASSES; c++) {
+    const class_stats_t *k = &w.cls[c];
+    if (!k->spans) continue;
+    j_str(&o, first ? "\n  {" : ",\n  {");
+    first = false;
+    j_field(&o, "class", c, true);
+    j_field(&o, "size", class_size[c], false);
+    j_field(&o, "spans", k->spans, false);
+    j_field(&o, "span_bytes", k->span_bytes, false);
+    j_field(&o, "blocks_live", k->blocks_live, false);
+    j_field(&o, "blocks_free", k->blocks_free, false);
+    j_field(&o, "bytes_live", k->blocks_live * class_size[c], false);
+    j_str(&o, "}");
+  }
+  j_str(&o, "]}\n");
+  j_flush(&o);
+}
+
 /* The report at exit goes to a copy of stderr taken when the library is
  * loaded: programs such as coreutils close stderr in an atexit handler,
  * which runs before this destructor (`LITHE_SHOW_STATS=1 ls` printed
@@ -86,7 +179,8 @@ static int report_target(void) {
 }
 
 __attribute__((destructor)) static void stats_at_exit(void) {
-  if (lithe_opt.show_stats) lithe_stats_print(report_target());
+  if (lithe_opt.show_stats == STATS_JSON) lithe_stats_print_json(report_target());
+  else if (lithe_opt.show_stats) lithe_stats_print(report_target());
 }
 
 #define STR_(x) #x
