@@ -190,7 +190,7 @@ int report_write(const results *r, const char *dir, int print_tables) {
              "the benchmarks it shares with the baseline. The geometric mean's `(ratio per round lo-hi, R "
              "rounds)`: the geometric mean of the per-benchmark ratios (other / baseline) within each of the R rounds that every "
              "shared benchmark ran, lowest and highest; its marker is `^`/`!` only when all R "
-             "rounds fall on one side of 1.00. Memory at End: after each allocator's own forcing "
+             "rounds fall on one side of 1.00 and R >= 6 (a sign test: p = 2^(1-R) < 0.05), else `~`. Memory at End: after each allocator's own forcing "
              "release (see the Allocators table); the unassisted section: the same processes "
              "before that call.\n\n```text\n",
           base >= 0 ? r->allocs[base].name : "?");
