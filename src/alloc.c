@@ -101,9 +101,15 @@ NOINLINE void free_slow(void *p, const char *op) {
   if (!s) return;
   if (s->kind == SPAN_SMALL) {
     block_t *b = p;
-    if (b->key == lithe_free_key && is_double_free(s, b)) { lithe_report(op, p, "double free"); return; }
     heap_t *h = lithe_tls_heap;
-    if (atomic_load_explicit(&s->owner, memory_order_relaxed) == h) {
+    bool own = atomic_load_explicit(&s->owner, memory_order_relaxed) == h;
+    /* suspects: the free key in place, or (the owner's block) b at the
+     * head of its bin, where the last free put it, key overwritten since */
+    if ((b->key == lithe_free_key || (own && b == h->bin[s->cls])) && is_double_free(s, b)) {
+      lithe_report(op, p, "double free");
+      return;
+    }
+    if (own) {
       bin_push(h, s->cls, b, lithe_free_key);
     } else {
       heap_free_remote(s, b);
@@ -117,7 +123,22 @@ NOINLINE void free_slow(void *p, const char *op) {
 }
 
 void lt_free(void *p) { free_inline(p); }
-void lt_free_sized(void *p, size_t size) { (void)size; free_inline(p); }
+/* The size must be the block's: at most its usable size, and for a large
+ * or xlarge object (whole pages, exactly what the request rounded to, a
+ * size 0 one page) more than one page less.  A small block's lower bound
+ * is not checked: an aligned request or an in-place realloc gives a class
+ * above the size's. */
+void lt_free_sized(void *p, size_t size) {
+  span_t *s = pagemap_lookup(p);
+  if (s && (s->kind == SPAN_SMALL ? size > s->block_size
+                                  : (s->kind == SPAN_LARGE || s->kind == SPAN_XLARGE) &&
+                                        p == s->start &&
+                                        (size > s->bytes || (size ? size : 1) <= s->bytes - PAGE_SIZE))) {
+    lithe_report("free_sized", p, "size does not match the block's");
+    return;
+  }
+  free_inline(p);
+}
 
 /* ---- calloc, realloc --------------------------------------------------- */
 
@@ -230,6 +251,11 @@ void *lt_pvalloc(size_t n) {
 size_t lt_malloc_usable_size(const void *p) {
   if (!p) return 0;
   span_t *s = checked_span("malloc_usable_size", p);
+  if (s && s->kind == SPAN_SMALL && ((const block_t *)p)->key == lithe_free_key &&
+      is_double_free(s, (block_t *)p)) {
+    lithe_report("malloc_usable_size", p, "freed block");
+    return 0;
+  }
   return s ? usable_of(s) : 0;
 }
 

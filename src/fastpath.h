@@ -80,6 +80,8 @@ static inline void free_inline(void *p) {
   }
   heap_t *h = lithe_tls_heap;
   if (likely(atomic_load_explicit(&s->owner, memory_order_relaxed) == h)) {
+    /* b at the head of the bin: freed just before, its key overwritten */
+    if (unlikely(b == h->bin[s->cls])) { free_slow(p, "free"); return; }
     bin_push(h, s->cls, b, key);
     return;
   }

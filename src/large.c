@@ -12,6 +12,11 @@
 
 _Atomic size_t large_live, xlarge_live, xlarge_bytes;
 
+/* What the pagemap says for the start of a freed (or moved) xlarge block:
+ * a second free is then reported as a double free, not as a pointer lithe
+ * never made.  Until something else is mapped there. */
+static span_t freed_xlarge = {.kind = SPAN_DEAD};
+
 static void *xlarge_alloc(size_t size, size_t align, bool zero) {
   (void)zero; /* fresh mappings read as zero */
   size_t mapped;
@@ -63,7 +68,7 @@ void *large_alloc_zero(size_t size, size_t align, bool zero) {
 
 void large_free(span_t *s) {
   if (s->kind == SPAN_XLARGE) {
-    pagemap_set_one(s->start, NULL);
+    pagemap_set_one(s->start, &freed_xlarge);
     atomic_fetch_sub_explicit(&xlarge_live, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&xlarge_bytes, s->map_bytes, memory_order_relaxed);
     os_unmap(s->map_base, s->map_bytes);
@@ -99,7 +104,7 @@ void *large_realloc(span_t *s, size_t size) {
     }
     /* Clear the old entry before mremap frees the old range: once it is
      * free another thread's xlarge mapping may land there and set it. */
-    pagemap_set_one(s->start, NULL);
+    pagemap_set_one(s->start, &freed_xlarge);
     q = os_move(s->map_base, s->map_bytes, bytes, dest);
     if (!q) {
       pagemap_set_one(s->start, s); /* the old mapping is still there */

@@ -30,7 +30,7 @@ static const mcase cases[] = {
     {"free_interior_large", "free", "interior"},
     {"double_free_small", "free", "double"},
     {"double_free_large", "free", "double"},
-    {"double_free_xlarge", "free", "double|not allocated"},
+    {"double_free_xlarge", "free", "double"},
     {"double_free_remote", "free", "double"},
     {"free_unallocated_slot", "free", "not allocated|double|interior"},
     {"free_arena_hole", "free", "not allocated|double"},

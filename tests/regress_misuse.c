@@ -1,0 +1,115 @@
+/* regress_misuse CASE — misuse that lithe let through before the review
+ * fixes, one case per test (regress_misuse_CASE). The case runs in a child
+ * (this program re-executed with "child CASE"), which prints "ADDR <p>",
+ * commits the misuse, then, if still alive, shows the harm it let happen
+ * and exits 0. The test wants SIGABRT and a report on stderr naming lithe,
+ * the operation, the exact address and the kind:
+ *
+ *   double_free_overwritten  free(p); p's first 16 bytes overwritten (the
+ *       in-band free key with them); free(p): before, no report, and the
+ *       block was on its free list twice (three mallocs, two the same)
+ *   usable_size_freed  malloc_usable_size(p) after free(p): returned 112
+ *   free_sized_small   free_sized(malloc(100), 5000): accepted
+ *   free_sized_large   free_sized(malloc(200 KiB), 100): accepted
+ *   double_free_xlarge free(malloc(40 MiB)) twice: "pointer not allocated
+ *       by lithe" instead of a double free */
+#include "testutil.h"
+#include <malloc.h>
+
+void free_sized(void *p, size_t size); /* C23; lithe exports it */
+
+typedef struct {
+  const char *name, *op, *kind;
+} rcase;
+
+static const rcase cases[] = {
+    {"double_free_overwritten", "free", "double free"},
+    {"usable_size_freed", "malloc_usable_size", "freed"},
+    {"free_sized_small", "free_sized", "size"},
+    {"free_sized_large", "free_sized", "size"},
+    {"double_free_xlarge", "free", "double free"},
+};
+
+static void *volatile sink;
+
+static void announce(const void *p) {
+  printf("ADDR %p\n", p);
+  fflush(stdout);
+}
+
+static int child(const char *name) {
+  if (strcmp(name, "double_free_overwritten") == 0) {
+    char *p = malloc(64);
+    sink = p;
+    announce(p);
+    free(p);
+    memset(sink, 0x41, 16); /* use after free: the link and the key */
+    free(sink);
+    void *a = malloc(64), *b = malloc(64), *c = malloc(64);
+    printf("after: %p %p %p%s\n", a, b, c, a == b || b == c || a == c ? " (handed out twice)" : "");
+  } else if (strcmp(name, "usable_size_freed") == 0) {
+    char *p = malloc(100);
+    sink = p;
+    announce(p);
+    free(p);
+    printf("after: malloc_usable_size of the freed block = %zu\n", malloc_usable_size(sink));
+  } else if (strcmp(name, "free_sized_small") == 0) {
+    char *p = malloc(100);
+    announce(p);
+    free_sized(p, 5000);
+    printf("after: accepted\n");
+  } else if (strcmp(name, "free_sized_large") == 0) {
+    char *p = malloc(200 * 1024);
+    announce(p);
+    free_sized(p, 100);
+    printf("after: accepted\n");
+  } else if (strcmp(name, "double_free_xlarge") == 0) {
+    char *p = malloc(40 << 20);
+    sink = p;
+    announce(p);
+    free(p);
+    free(sink);
+    printf("after: no report\n");
+  } else {
+    return 2;
+  }
+  fflush(stdout);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 2 && strcmp(argv[1], "child") == 0) return child(argv[2]);
+  CHECK(argc > 1);
+  const rcase *c = NULL;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    if (strcmp(cases[i].name, argv[1]) == 0) c = &cases[i];
+  CHECKF(c != NULL, "unknown case %s", argv[1]);
+  tu_require_lithe();
+  /* correct sized frees must still be accepted (also after an in-place
+   * realloc shrink, which keeps the block) */
+  free_sized(malloc(100), 100);
+  free_sized(malloc(200 * 1024), 200 * 1024);
+  free_sized(malloc(40 << 20), 40 << 20);
+  char *q = malloc(1000);
+  free_sized(realloc(q, 900), 900);
+
+  static char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  CHECK(n > 0);
+  self[n] = 0;
+  char *args[] = {self, "child", (char *)c->name, NULL};
+  const char *env[] = {"LITHE_ON_ERROR", NULL};
+  static tu_child r;
+  CHECK(tu_run_exec(&r, args, env, 60) == 0);
+  char how[64];
+  tu_describe(&r, how, sizeof how);
+  printf("%s: child %s\nstdout: %sstderr: %s\n", c->name, how, r.out, r.err);
+  void *addr = NULL;
+  CHECKF(sscanf(r.out, "ADDR %p", &addr) == 1, "no ADDR line");
+  char want[128];
+  snprintf(want, sizeof want, "lithe: %s(", c->op);
+  CHECKF(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGABRT, "the misuse was let through (%s)", how);
+  CHECKF(strstr(r.err, want) && tu_has_hex(r.err, (uintptr_t)addr) && strstr(r.err, c->kind),
+         "report must carry \"%s\", the address %p and \"%s\"", want, addr, c->kind);
+  return 0;
+}
