@@ -59,7 +59,7 @@ static NOINLINE span_t *bad_pointer(const char *op, const void *p, span_t *s) {
   if (s && (s->kind == SPAN_FREE || s->kind == SPAN_DEAD) &&
       ((uintptr_t)p & (PAGE_SIZE - 1)) == 0)
     lithe_report(op, p, "double free (its pages are already free)");
-  else if (s && s->kind == SPAN_SMALL && (const char *)p >= s->bump &&
+  else if (s && s->kind == SPAN_SMALL && (const char *)p >= span_bump(s) &&
            (size_t)((const char *)p - s->start) < s->bytes)
     lithe_report(op, p, "pointer not allocated by lithe (never handed out)");
   else if (s && s->kind != SPAN_FREE && s->kind != SPAN_DEAD &&
@@ -83,7 +83,7 @@ static inline span_t *checked_span(const char *op, const void *p) {
   if (unlikely(!s)) return bad_pointer(op, p, s);
   size_t off = (size_t)((const char *)p - s->start);
   if (likely(s->kind == SPAN_SMALL)) {
-    if (unlikely((const char *)p >= s->bump || off >= s->bytes || !small_block_start(s, off)))
+    if (unlikely((const char *)p >= span_bump(s) || off >= s->bytes || !small_block_start(s, off)))
       return bad_pointer(op, p, s);
     return s;
   }

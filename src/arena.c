@@ -82,7 +82,7 @@ static void bin_remove(span_t *s) {
 static span_t *free_neighbour(arena_t *a, char *page, char *edge, bool ends_at) {
   if (page < a->base || page >= a->bump) return NULL;
   span_t *t = pagemap_lookup(page);
-  if (!t || t->kind != SPAN_FREE || t->arena != a || t->bytes == 0) return NULL;
+  if (!t || span_kind(t) != SPAN_FREE || t->arena != a || t->bytes == 0) return NULL;
   if (ends_at ? (t->start + t->bytes != edge) : (t->start != edge)) return NULL;
   return t;
 }
@@ -353,7 +353,7 @@ void pages_free(span_t *s) {
   s->freed_ms = os_now_ms();
   s->owner = NULL;
   s->free = NULL;
-  s->carved = 0; /* no longer small: free() of a pointer here goes slow */
+  span_set_carved(s, 0); /* no longer small: free() of a pointer here goes slow */
   atomic_store_explicit(&s->thread_free, 0, memory_order_relaxed);
   lt_assert_cmp(in_use_bytes, >=, s->bytes);
   lt_assert(pagemap_lookup(s->start) == s);

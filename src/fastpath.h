@@ -74,7 +74,7 @@ static inline void free_inline(void *p) {
   size_t off = (size_t)((char *)p - s->start);
   block_t *b = p;
   uintptr_t key = lithe_free_key;
-  if (unlikely(off >= s->carved || !small_block_start(s, off) || b->key == key)) {
+  if (unlikely(off >= span_carved(s) || !small_block_start(s, off) || b->key == key)) {
     free_slow(p, "free");
     return;
   }

@@ -194,6 +194,42 @@ typedef struct span_s {
   size_t prof_size;                  /* bytes the program asked for      */
 } span_t;
 
+/* span_t.bump and span_t.carved (bump - start) are written by the owner
+ * (span_extend) while frees from other threads read them to refuse
+ * never-handed-out blocks: both sides use relaxed
+ * atomic accesses (plain loads and stores on x86-64 and arm64; without them
+ * it is a data race, and TSan reports it).  Relaxed is enough: bump only
+ * grows while the span holds blocks, and a block a thread frees was carved
+ * (bump moved past it) before that thread got the pointer -- whatever
+ * handed the pointer over orders the carve before the free -- so every
+ * value the free can read lies above the block.  A free that sees an older
+ * bump than the owner's refuses only blocks nobody can own yet. */
+static inline char *span_bump(const span_t *s) {
+  return __atomic_load_n(&s->bump, __ATOMIC_RELAXED);
+}
+static inline void span_set_bump(span_t *s, char *bump) {
+  __atomic_store_n(&s->bump, bump, __ATOMIC_RELAXED);
+}
+static inline uint32_t span_carved(const span_t *s) {
+  return __atomic_load_n(&s->carved, __ATOMIC_RELAXED);
+}
+static inline void span_set_carved(span_t *s, uint32_t carved) {
+  __atomic_store_n(&s->carved, carved, __ATOMIC_RELAXED);
+}
+
+/* span_t.kind of a span in use changes outside pages_lock (pages_alloc
+ * hands a run out as LARGE, span_init_small makes it SMALL) while the page
+ * heap, under the lock, reads the kind of a neighbouring run to decide
+ * whether to coalesce with it: relaxed atomic accesses on both sides (plain
+ * moves).  The reader only asks "FREE or not?", and a run becomes FREE, or
+ * stops being FREE, only under pages_lock, so the answer is exact. */
+static inline uint8_t span_kind(const span_t *s) {
+  return __atomic_load_n(&s->kind, __ATOMIC_RELAXED);
+}
+static inline void span_set_kind(span_t *s, uint8_t kind) {
+  __atomic_store_n(&s->kind, kind, __ATOMIC_RELAXED);
+}
+
 typedef struct span_list_s {
   span_t *first, *last;
 } span_list_t;

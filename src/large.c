@@ -53,7 +53,7 @@ void *large_alloc_zero(size_t size, size_t align, bool zero) {
   if (size <= large_max && align <= large_max) {
     span_t *s = pages_alloc(align_up(size, PAGE_SIZE) >> PAGE_SHIFT, align);
     if (s) {
-      s->kind = SPAN_LARGE;
+      span_set_kind(s, SPAN_LARGE);
       atomic_store_explicit(&s->owner, NULL, memory_order_relaxed);
       atomic_fetch_add_explicit(&large_live, 1, memory_order_relaxed);
       if (zero && s->dirty) memset(s->start, 0, size);

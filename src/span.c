@@ -14,7 +14,7 @@ void span_init_small(span_t *s, unsigned cls) {
   lt_assert_cmp(s->bytes, >=, (size_t)size);
   lt_assert_cmp(s->bytes, <, (size_t)1 << 32); /* the divisibility test */
   lt_assert_v(((uintptr_t)s->start & (PAGE_SIZE - 1)) == 0, (uintptr_t)s->start);
-  s->kind = SPAN_SMALL;
+  span_set_kind(s, SPAN_SMALL);
   s->cls = (uint8_t)cls;
   s->block_size = size;
   s->capacity = (uint32_t)(s->bytes / size);
@@ -26,8 +26,8 @@ void span_init_small(span_t *s, unsigned cls) {
   s->used = 0;
   s->full = 0;
   s->free_trigger = 0;
-  s->bump = s->start;
-  s->carved = 0;
+  span_set_bump(s, s->start);
+  span_set_carved(s, 0);
   s->bump_end = s->start + (size_t)s->capacity * size;
   atomic_store_explicit(&s->thread_free, 0, memory_order_relaxed);
   atomic_store_explicit(&s->remote_next, NULL, memory_order_relaxed);
@@ -54,9 +54,9 @@ bool span_extend(span_t *s) {
   }
   s->free = head;
   s->nfree += (uint32_t)n;
-  s->bump = p + n * size;
+  span_set_bump(s, p + n * size);
   lt_assert_cmp(s->bump, <=, s->bump_end);
-  s->carved = (uint32_t)(s->bump - s->start);
+  span_set_carved(s, (uint32_t)(s->bump - s->start));
   return true;
 }
 
@@ -95,7 +95,7 @@ static bool list_has(span_t *s, block_t *list, block_t *b) {
 
 /* Slow confirmation of a suspected double free: is b already free? */
 bool span_contains_free(span_t *s, block_t *b) {
-  if ((char *)b >= s->bump) return true; /* never handed out */
+  if ((char *)b >= span_bump(s)) return true; /* never handed out */
   if (list_has(s, s->free, b)) return true;
   uintptr_t tf = atomic_load_explicit(&s->thread_free, memory_order_acquire);
   return list_has(s, TF_PTR(tf), b);

@@ -14,3 +14,125 @@ endif()
 lithe_add_test(sizeclass_table SOURCES sanitize/sizeclass_table.c LINK static TIMEOUT 120
                ARGS ${PROJECT_SOURCE_DIR}/src/sizeclass.c)
 target_include_directories(test-sizeclass_table PRIVATE ${PROJECT_SOURCE_DIR}/src)
+
+# ---- sanitizers: lithe's sources built with clang, tests through lithe_ ----
+# Like tests/fuzz: every src/*.c compiled by clang with the sanitizer;
+# override.c's standard names (malloc, free, new ...) made local with
+# objcopy, so the sanitizer's runtime keeps its own allocator and the test
+# programs reach lithe through the lithe_ API (tests/sanitize/via_api.h
+# renames their malloc / free / ... calls).
+#   tsan-*   -fsanitize=thread: data races in lithe (its atomics and locks)
+#   asan-*   -fsanitize=address,undefined: out-of-bounds / use-after-free on
+#            lithe's own stack, globals and metadata; undefined behaviour
+# Iteration counts are kept small: TSan runs code 5-15x slower.
+# They are part of the Debug build (make test-debug), with lithe's
+# assertions on too (-DLITHE_DEBUG=1), so make test builds them once.
+if(NOT (CMAKE_BUILD_TYPE STREQUAL "Debug" OR LITHE_DEBUG))
+  return()
+endif()
+find_program(LITHE_SAN_CLANG NAMES clang clang-19 clang-18 clang-17 clang-16 clang-15 clang-14)
+find_program(LITHE_SAN_OBJCOPY NAMES objcopy llvm-objcopy)
+
+# lithe_sanitizer(KIND FLAGS): sets san_ok_KIND, builds san_objs_KIND
+function(lithe_sanitizer kind flags)
+  set(dir ${CMAKE_CURRENT_BINARY_DIR}/sanitize/${kind})
+  set(ok OFF)
+  if(LITHE_SAN_CLANG AND LITHE_SAN_OBJCOPY)
+    file(MAKE_DIRECTORY ${dir})
+    file(WRITE ${dir}/probe.c "#include <pthread.h>\nint main(void) { return 0; }\n")
+    execute_process(COMMAND ${LITHE_SAN_CLANG} ${flags} ${dir}/probe.c -o ${dir}/probe -lpthread
+                    RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+    if(rc EQUAL 0)
+      execute_process(COMMAND ${dir}/probe RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+      if(rc EQUAL 0)
+        set(ok ON)
+      endif()
+    endif()
+  endif()
+  set(san_ok_${kind} ${ok} PARENT_SCOPE)
+  if(NOT ok)
+    message(STATUS "sanitize: ${kind} skipped (needs clang with ${flags}: apt-get install clang libclang-rt-dev)")
+    return()
+  endif()
+  set(cflags -std=gnu11 -O1 -g -fno-omit-frame-pointer ${flags} -DLITHE_DEBUG=1
+      -I${PROJECT_SOURCE_DIR}/include -Wall -Wextra -fvisibility=hidden
+      -ftls-model=initial-exec -fno-builtin-malloc -fno-builtin-free -fno-builtin-calloc
+      -fno-builtin-realloc -fexceptions)
+  file(GLOB srcs ${PROJECT_SOURCE_DIR}/src/*.c)
+  file(GLOB hdrs ${PROJECT_SOURCE_DIR}/src/*.h)
+  list(APPEND hdrs ${PROJECT_SOURCE_DIR}/include/lithe.h)
+  set(objs)
+  foreach(src ${srcs})
+    get_filename_component(name ${src} NAME_WE)
+    set(obj ${dir}/obj/${name}.o)
+    if(name STREQUAL "override")
+      add_custom_command(OUTPUT ${obj}
+        COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}/obj
+        COMMAND ${LITHE_SAN_CLANG} ${cflags} -c ${src} -o ${dir}/obj/override-full.o
+        COMMAND ${LITHE_SAN_OBJCOPY} --wildcard --keep-global-symbol=lithe_*
+                ${dir}/obj/override-full.o ${obj}
+        DEPENDS ${src} ${hdrs} COMMENT "${kind}: override.c, lithe_ symbols only" VERBATIM)
+    else()
+      add_custom_command(OUTPUT ${obj}
+        COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}/obj
+        COMMAND ${LITHE_SAN_CLANG} ${cflags} -c ${src} -o ${obj}
+        DEPENDS ${src} ${hdrs} COMMENT "${kind}: ${name}.c" VERBATIM)
+    endif()
+    list(APPEND objs ${obj})
+  endforeach()
+  set(san_objs_${kind} ${objs} PARENT_SCOPE)
+  set(san_flags_${kind} ${flags} PARENT_SCOPE)
+endfunction()
+
+# lithe_sanitized_test(KIND TEST SOURCE [ENV e] ARGS ...)
+set(san_targets)
+function(lithe_sanitized_test kind name src)
+  cmake_parse_arguments(T "" "TIMEOUT;ENV" "ARGS" ${ARGN})
+  set(test ${kind}_${name})
+  if(NOT san_ok_${kind})
+    add_test(NAME ${test} COMMAND sh -c "echo 'SKIP: needs clang with -fsanitize (apt-get install clang libclang-rt-dev)'; exit 77")
+    set_tests_properties(${test} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 10 LABELS "lithe;sanitize")
+    return()
+  endif()
+  set(dir ${CMAKE_CURRENT_BINARY_DIR}/sanitize/${kind})
+  get_filename_component(prog ${src} NAME_WE)
+  set(bin ${dir}/test-${prog})
+  if(NOT TARGET san-${kind}-${prog})
+    add_custom_command(OUTPUT ${bin}
+      COMMAND ${LITHE_SAN_CLANG} -std=gnu11 -O1 -g -fno-omit-frame-pointer ${san_flags_${kind}}
+              -Wall -Wextra -fno-builtin -DHAVE_LITHE=1
+              -include ${CMAKE_CURRENT_SOURCE_DIR}/sanitize/via_api.h
+              -I${CMAKE_CURRENT_SOURCE_DIR} -I${PROJECT_SOURCE_DIR}/include -I${PROJECT_SOURCE_DIR}/tools
+              ${CMAKE_CURRENT_SOURCE_DIR}/${src} ${san_objs_${kind}} -lpthread -ldl -o ${bin}
+      DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${src} ${san_objs_${kind}}
+              ${CMAKE_CURRENT_SOURCE_DIR}/sanitize/via_api.h ${CMAKE_CURRENT_SOURCE_DIR}/testutil.h
+      COMMENT "${kind}: ${prog}" VERBATIM)
+    add_custom_target(san-${kind}-${prog} ALL DEPENDS ${bin})
+  endif()
+  add_test(NAME ${test} COMMAND ${bin} ${T_ARGS})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 300)
+  endif()
+  # halt_on_error: the first report fails the test; the suppression-free
+  # default is deliberate (docs/reliability.md: races are fixed or proved)
+  set(env "TSAN_OPTIONS=halt_on_error=1:exitcode=66:die_after_fork=0;ASAN_OPTIONS=detect_leaks=0:abort_on_error=0;UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1")
+  if(T_ENV)
+    set(env "${env};${T_ENV}")
+  endif()
+  set_tests_properties(${test} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "lithe;sanitize" ENVIRONMENT "${env}")
+endfunction()
+
+lithe_sanitizer(tsan "-fsanitize=thread")
+lithe_sanitizer(asan "-fsanitize=address,undefined;-fno-sanitize-recover=all")
+
+lithe_sanitized_test(tsan stress_threads stress_threads.c ARGS 4 100000)
+lithe_sanitized_test(tsan stress_threads_collect stress_threads.c ARGS 3 60000 ENV STRESS_COLLECT=1)
+lithe_sanitized_test(tsan stress_remote stress_remote.c ARGS 200000)
+lithe_sanitized_test(tsan thread_churn thread_churn.c ARGS 5000)
+lithe_sanitized_test(tsan thread_churn_remote thread_churn_remote.c ARGS 2000)
+lithe_sanitized_test(tsan fork_threads fork_threads.c ARGS 10)
+lithe_sanitized_test(asan api_basic api_basic.c)
+lithe_sanitized_test(asan api_align api_align.c)
+lithe_sanitized_test(asan api_sizes api_sizes.c)
+lithe_sanitized_test(asan stress_threads stress_threads.c ARGS 4 100000)
+lithe_sanitized_test(asan stress_calloc stress_calloc.c ARGS 4 5000)
