@@ -462,3 +462,41 @@ void pages_walk(void (*fn)(const span_t *s, void *arg), void *arg) {
   }
   pthread_mutex_unlock(&pages_lock);
 }
+
+#if LITHE_DEBUG
+/* Debug: the page heap is consistent (debug.c's lithe_verify): every free
+ * run is binned by its length, mapped at both ends, inside its arena, not
+ * next to another free run (coalesced), and the byte counters add up. */
+void pages_verify(void) {
+  pthread_mutex_lock(&pages_lock);
+  size_t dirty = 0, clean = 0;
+  for (unsigned b = 0; b < NBINS; b++) {
+    lt_assert_v(!bins[b].first == !(bin_bits & (1ull << b)), b);
+    for (span_t *s = bins[b].first; s; s = s->next) {
+      lt_assert_v(s->kind == SPAN_FREE, s->kind);
+      lt_assert_cmp(bin_of(npages_of(s)), ==, b);
+      lt_assert(pagemap_lookup(s->start) == s);
+      lt_assert(pagemap_lookup(s->start + s->bytes - PAGE_SIZE) == s);
+      arena_t *a = s->arena;
+      lt_assert_v(s->start >= a->base && s->start + s->bytes <= a->bump, (uintptr_t)s->start);
+      lt_assert(!free_neighbour(a, s->start - PAGE_SIZE, s->start, true));
+      lt_assert(!free_neighbour(a, s->start + s->bytes, s->start + s->bytes, false));
+      if (s->dirty) dirty += s->bytes; else clean += s->bytes;
+    }
+  }
+  lt_assert_cmp(dirty, ==, dirty_bytes);
+  lt_assert_cmp(clean, ==, clean_bytes);
+  for (arena_t *a = arenas; a; a = a->next) {
+    lt_assert_cmp(a->base, <=, a->bump);
+    lt_assert_cmp(a->bump, <=, a->commit_top);
+    lt_assert_cmp(a->commit_top, <=, a->base + a->size);
+    /* runs (free or handed out) tile the arena from base to bump */
+    for (char *p = a->base; p < a->bump;) {
+      const span_t *s = pagemap_lookup(p);
+      lt_assert_v(s && s->start == p && s->bytes >= PAGE_SIZE, (uintptr_t)p);
+      p += s->bytes;
+    }
+  }
+  pthread_mutex_unlock(&pages_lock);
+}
+#endif

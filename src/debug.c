@@ -3,6 +3,7 @@
  * of what lithe's data layout relies on.  The _Static_asserts hold in every
  * build; the rest compiles to nothing without LITHE_DEBUG but the report. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -184,5 +185,53 @@ int lithe_debug_unlock(pthread_mutex_t *m, const char *file, int line) {
 int lithe_debug_lock_init(pthread_mutex_t *m) {
   forget(m);
   return pthread_mutex_init(m, NULL);
+}
+#endif
+
+/* ---- fault injection (Debug build) ---------------------------------------- */
+#if LITHE_DEBUG
+/* LITHE_FAULT_OS=N: the Nth mmap / mprotect / madvise / mremap fails (os.c);
+ * LITHE_FAULT_META=N: the Nth metadata allocation fails (meta.c).  Each is
+ * one failure, then everything works again: the sweep in
+ * tests/sanitize/fault_inject.c tries every N a workload reaches.  The
+ * variable is read at the first call (getenv does not allocate). */
+typedef struct {
+  const char *env;
+  _Atomic long at; /* -2: not read yet, -1: off */
+  _Atomic long calls;
+} fault_t;
+static fault_t faults[2] = {{"LITHE_FAULT_OS", -2, 0}, {"LITHE_FAULT_META", -2, 0}};
+
+static bool fault(fault_t *f, const char *what) {
+  long at = atomic_load_explicit(&f->at, memory_order_relaxed);
+  if (at == -2) {
+    const char *v = getenv(f->env);
+    at = v && *v ? strtol(v, NULL, 10) : -1;
+    if (at <= 0) at = -1;
+    atomic_store(&f->at, at);
+  }
+  if (at < 0) return false;
+  long n = atomic_fetch_add(&f->calls, 1) + 1;
+  if (n != at) return false;
+  char msg[96];
+  size_t len = 0;
+  len = put(msg, len, sizeof msg, "fault injection: ");
+  len = put(msg, len, sizeof msg, what);
+  len = put(msg, len, sizeof msg, " fails, call");
+  msg[len] = '\0';
+  lithe_warn(msg, (size_t)n);
+  errno = ENOMEM;
+  return true;
+}
+
+bool lithe_fault_os(const char *what) { return fault(&faults[0], what); }
+bool lithe_fault_meta(const char *what) { return fault(&faults[1], what); }
+
+/* Everything a Debug build can check about the whole allocator at a quiet
+ * moment: the page heap, the pagemap of every free run, and the calling
+ * thread's heap (its spans' counts and free lists). */
+void lithe_verify(void) {
+  pages_verify();
+  heap_verify(lithe_tls_heap);
 }
 #endif

@@ -74,6 +74,9 @@ int lithe_debug_lock_init(pthread_mutex_t *m) __attribute__((visibility("hidden"
 int lithe_debug_holds(const pthread_mutex_t *m) __attribute__((visibility("hidden")));
 void lithe_debug_lock_rank(pthread_mutex_t *m, enum lock_rank r) __attribute__((visibility("hidden")));
 #define lt_assert_held(m) lt_assert(lithe_debug_holds(m))
+/* fault injection and whole-heap verification (debug.c) */
+_Bool lithe_fault_os(const char *what) __attribute__((visibility("hidden")));
+_Bool lithe_fault_meta(const char *what) __attribute__((visibility("hidden")));
 /* b is a block of small span s that has been handed out or carved: inside
  * [start, bump) at a multiple of the block size (checked with %, not with
  * the division magic the fast path uses, so this cross-checks it). */

@@ -716,3 +716,39 @@ void heap_fork_child(void) {
   for (heap_t *h = all_heaps; h; h = h->next_all)
     if (h->live && h != self) fork_child_orphan(h);
 }
+
+#if LITHE_DEBUG
+/* Debug: one span of heap h is consistent (debug.c's lithe_verify). */
+static void span_verify(heap_t *h, span_t *s, unsigned cls) {
+  lt_assert(atomic_load_explicit(&s->owner, memory_order_relaxed) == h);
+  lt_assert_v(s->kind == SPAN_SMALL, s->kind);
+  lt_assert_cmp((unsigned)s->cls, ==, cls);
+  lt_assert_cmp(s->used, <=, s->capacity);
+  lt_assert(pagemap_lookup(s->start) == s && pagemap_lookup(s->start + s->bytes - PAGE_SIZE) == s);
+  uint32_t nfree = 0;
+  for (block_t *b = s->free; b; b = b->next) {
+    lt_assert_block(s, b);
+    lt_assert_cmp(b->key, ==, lithe_free_key);
+    lt_assert_cmp(++nfree, <=, s->capacity);
+  }
+  /* every carved block is out (used, remote frees included) or free */
+  size_t carved = (size_t)(span_bump(s) - s->start) / s->block_size;
+  lt_assert_cmp((size_t)s->used + nfree, ==, carved);
+}
+
+void heap_verify(heap_t *h) {
+  if (h == &lithe_empty_heap) return;
+  for (unsigned c = 1; c < NCLASSES; c++) {
+    lt_assert(h->current[c] == &lithe_empty_span || h->current[c] == h->avail[c].first);
+    for (span_t *s = h->avail[c].first; s; s = s->next) {
+      lt_assert(!s->full);
+      span_verify(h, s, c);
+    }
+  }
+  for (span_t *s = h->full.first; s; s = s->next) {
+    lt_assert(s->full);
+    span_verify(h, s, s->cls);
+  }
+  for (unsigned i = 0; i < h->ncache; i++) lt_assert_cmp(h->cache[i]->used, ==, 0u);
+}
+#endif

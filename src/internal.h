@@ -458,6 +458,12 @@ static inline bool prof_tick(heap_t *h, size_t n) { return prof_due(h, n) && pro
 void lithe_process_init(void) INTERNAL;
 extern _Atomic int lithe_initialized INTERNAL;
 
+#if LITHE_DEBUG /* whole-structure checks: lithe_verify() in debug.c */
+void pages_verify(void) INTERNAL;
+void heap_verify(heap_t *h) INTERNAL;
+void lithe_verify(void) INTERNAL;
+#endif
+
 /* list helpers */
 static inline void list_push_front(span_list_t *l, span_t *s) {
   s->prev = NULL;

@@ -33,6 +33,9 @@ static void *meta_alloc_locked(size_t size) {
 }
 
 void *meta_alloc(size_t size) {
+#if LITHE_DEBUG
+  if (lithe_fault_meta("metadata allocation")) return NULL; /* LITHE_FAULT_META=N */
+#endif
   pthread_mutex_lock(&meta_lock);
   void *p = meta_alloc_locked(size);
   pthread_mutex_unlock(&meta_lock);
@@ -40,6 +43,9 @@ void *meta_alloc(size_t size) {
 }
 
 span_t *span_desc_alloc(void) {
+#if LITHE_DEBUG
+  if (lithe_fault_meta("span descriptor allocation")) return NULL; /* LITHE_FAULT_META=N */
+#endif
   pthread_mutex_lock(&meta_lock);
   span_t *s = span_free_list;
   if (s) span_free_list = s->next;

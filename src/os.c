@@ -25,6 +25,18 @@
 
 os_stats_t os_stats;
 
+/* Fault injection (Debug build only): every mmap / mprotect / madvise /
+ * mremap below first asks lithe_fault_os (debug.c), which fails the Nth of
+ * them with ENOMEM when LITHE_FAULT_OS=N; tests/sanitize/fault_inject.c
+ * sweeps N over every call a workload makes.  (The macros do not recurse:
+ * the inner name is the real call.) */
+#if LITHE_DEBUG
+#define mmap(...)     (lithe_fault_os("mmap") ? MAP_FAILED : mmap(__VA_ARGS__))
+#define mprotect(...) (lithe_fault_os("mprotect") ? -1 : mprotect(__VA_ARGS__))
+#define madvise(...)  (lithe_fault_os("madvise") ? -1 : madvise(__VA_ARGS__))
+#define mremap(...)   (lithe_fault_os("mremap") ? MAP_FAILED : mremap(__VA_ARGS__))
+#endif
+
 static size_t page_size_cache;
 
 size_t os_page_size(void) {

@@ -8,6 +8,9 @@ endif()
 # ---- Debug build only: the assertions fire ----------------------------------
 if(CMAKE_BUILD_TYPE STREQUAL "Debug" OR LITHE_DEBUG)
   lithe_add_test(debug_assert SOURCES sanitize/debug_assert.c TIMEOUT 60)
+  # every OS call and metadata allocation of a workload fails once in turn
+  lithe_add_test(fault_inject SOURCES sanitize/fault_inject.c LINK static TIMEOUT 600)
+  target_include_directories(test-fault_inject PRIVATE ${PROJECT_SOURCE_DIR}/src)
 endif()
 
 # ---- the size-class table, white box (linked with liblithe.a) ---------------
