@@ -96,6 +96,21 @@ void lithe_stats_print_json(int fd);
  * 0 on success; -1 with errno set (EINVAL when LITHE_PROF is off). */
 int lithe_prof_dump(const char *path);
 
+/* First-class heaps: allocate many objects from a heap, then free them all
+ * at once with lithe_heap_destroy (time proportional to the heap's spans,
+ * not its blocks; its memory goes back to lithe's page heap).  free() and
+ * realloc() of a heap's block from any thread work as for any block.  One
+ * thread at a time may allocate from a heap (no lock is taken; a Debug
+ * build reports two at once).  After destroy the heap and every block of it
+ * are gone: using or freeing them is misuse (reported when detected). */
+typedef struct lithe_heap_s lithe_heap_t;
+lithe_heap_t *lithe_heap_new(void);           /* NULL + ENOMEM on failure */
+void *lithe_heap_malloc(lithe_heap_t *heap, size_t size);
+void *lithe_heap_calloc(lithe_heap_t *heap, size_t count, size_t size);
+void *lithe_heap_realloc(lithe_heap_t *heap, void *ptr, size_t size); /* new block from heap */
+void *lithe_heap_memalign(lithe_heap_t *heap, size_t alignment, size_t size);
+void  lithe_heap_destroy(lithe_heap_t *heap);
+
 /* "lithe 0.2.0": "lithe " MAJOR.MINOR.PATCH */
 const char *lithe_version(void);
 

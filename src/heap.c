@@ -353,7 +353,7 @@ static span_t *cache_take(heap_t *h, unsigned cls, size_t bytes, size_t first) {
 /* A span for class cls: adopt an abandoned one, else a cached empty one,
  * else fresh pages. */
 static span_t *heap_span_new(heap_t *h, unsigned cls) {
-  if (atomic_load_explicit(&abandoned_count, memory_order_relaxed)) {
+  if (!h->scoped && atomic_load_explicit(&abandoned_count, memory_order_relaxed)) {
     for (int tries = 0; tries < 4; tries++) {
       pthread_mutex_lock(&abandoned_lock);
       span_t *s = abandoned[cls].first;
@@ -552,8 +552,9 @@ static void span_abandon(span_t *s) {
   pthread_mutex_unlock(&abandoned_lock);
 }
 
-static void heap_abandon(heap_t *h) {
-  heap_bins_flush(h); /* 0. every block back in its span */
+/* No remote free will push onto h from now on, and every push made has
+ * been taken: before h's spans are given away or discarded. */
+static void heap_quiesce(heap_t *h) {
   /* 1. no more notifications: TF_NOTIFY off, wait out TF_NOTIFYING */
   for (span_t *s = h->full.first; s; s = s->next) {
     uintptr_t tf = wait_notifying(s);
@@ -567,6 +568,11 @@ static void heap_abandon(heap_t *h) {
   }
   /* 2. every notification made has been pushed: take them */
   heap_drain_remote(h);
+}
+
+static void heap_abandon(heap_t *h) {
+  heap_bins_flush(h); /* 0. every block back in its span */
+  heap_quiesce(h);
   /* 3. give every span away */
   for (unsigned c = 1; c < NCLASSES; c++) {
     for (span_t *s = h->avail[c].first, *next; s; s = next) {
@@ -579,6 +585,38 @@ static void heap_abandon(heap_t *h) {
   for (span_t *s = h->full.first, *next; s; s = next) {
     next = s->next;
     span_abandon(s);
+  }
+  h->full.first = h->full.last = NULL;
+  cache_flush(h);
+}
+
+/* lithe_heap_destroy: every span of h back to the page heap at once, live
+ * blocks and all (time proportional to the spans, not the blocks).  Its
+ * bins' blocks and the remote frees already made go with their spans. */
+static void span_discard(span_t *s) {
+  span_collect_remote(s);
+  s->full = 0;
+  s->free_trigger = 0;
+  s->free = NULL;
+  s->nfree = 0;
+  s->used = 0;
+  span_to_pages(s);
+}
+
+void heap_discard_all(heap_t *h) {
+  heap_quiesce(h);
+  for (unsigned c = 1; c < NCLASSES; c++) {
+    h->bin[c] = NULL;
+    for (span_t *s = h->avail[c].first, *next; s; s = next) {
+      next = s->next;
+      span_discard(s);
+    }
+    h->avail[c].first = h->avail[c].last = NULL;
+    h->current[c] = &lithe_empty_span;
+  }
+  for (span_t *s = h->full.first, *next; s; s = next) {
+    next = s->next;
+    span_discard(s);
   }
   h->full.first = h->full.last = NULL;
   cache_flush(h);

@@ -258,6 +258,9 @@ typedef struct heap_s {
   struct heap_s *next_pool;           /* pool of heaps of exited threads */
   struct heap_s *next_all;            /* every heap made (fork child walks it) */
   bool live;
+  bool scoped;                        /* a lithe_heap_t's (userheap.c): adopts
+                                         no abandoned spans, since destroy frees
+                                         its spans whole */
 } heap_t;
 
 /* ---- arena ------------------------------------------------------------- */
@@ -409,6 +412,8 @@ void heap_collect(heap_t *h, bool force) INTERNAL;
 void heaps_collect_abandoned(void) INTERNAL;
 void heaps_stats(size_t *live, size_t *created, size_t *small_spans, size_t *abandoned) INTERNAL;
 void heap_thread_exit(void *arg) INTERNAL;
+void heap_discard_all(heap_t *h) INTERNAL;   /* userheap.c's destroy */
+void userheap_large_forget(span_t *s) INTERNAL; /* large.c: a heap's large object freed */
 void heap_fork_prepare(void) INTERNAL;
 void heap_fork_parent(void) INTERNAL;
 void heap_fork_child(void) INTERNAL;

@@ -67,6 +67,8 @@ void *large_alloc_zero(size_t size, size_t align, bool zero) {
 }
 
 void large_free(span_t *s) {
+  /* owner is NULL for large objects but a lithe_heap_t's (userheap.c) */
+  if (unlikely(atomic_load_explicit(&s->owner, memory_order_relaxed) != NULL)) userheap_large_forget(s);
   if (s->kind == SPAN_XLARGE) {
     pagemap_set_one(s->start, &freed_xlarge);
     atomic_fetch_sub_explicit(&xlarge_live, 1, memory_order_relaxed);
