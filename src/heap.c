@@ -570,24 +570,29 @@ static void heap_quiesce(heap_t *h) {
   heap_drain_remote(h);
 }
 
-static void heap_abandon(heap_t *h) {
-  heap_bins_flush(h); /* 0. every block back in its span */
-  heap_quiesce(h);
-  /* 3. give every span away */
+/* Every span of h to fn (class lists, then full spans), the cache back to
+ * the page heap: a heap left with nothing. */
+static void heap_spans_each(heap_t *h, void (*fn)(span_t *s)) {
   for (unsigned c = 1; c < NCLASSES; c++) {
     for (span_t *s = h->avail[c].first, *next; s; s = next) {
       next = s->next;
-      span_abandon(s);
+      fn(s);
     }
     h->avail[c].first = h->avail[c].last = NULL;
     h->current[c] = &lithe_empty_span;
   }
   for (span_t *s = h->full.first, *next; s; s = next) {
     next = s->next;
-    span_abandon(s);
+    fn(s);
   }
   h->full.first = h->full.last = NULL;
   cache_flush(h);
+}
+
+static void heap_abandon(heap_t *h) {
+  heap_bins_flush(h); /* 0. every block back in its span */
+  heap_quiesce(h);    /* 1, 2 */
+  heap_spans_each(h, span_abandon); /* 3. give every span away */
 }
 
 /* lithe_heap_destroy: every span of h back to the page heap at once, live
@@ -605,21 +610,8 @@ static void span_discard(span_t *s) {
 
 void heap_discard_all(heap_t *h) {
   heap_quiesce(h);
-  for (unsigned c = 1; c < NCLASSES; c++) {
-    h->bin[c] = NULL;
-    for (span_t *s = h->avail[c].first, *next; s; s = next) {
-      next = s->next;
-      span_discard(s);
-    }
-    h->avail[c].first = h->avail[c].last = NULL;
-    h->current[c] = &lithe_empty_span;
-  }
-  for (span_t *s = h->full.first, *next; s; s = next) {
-    next = s->next;
-    span_discard(s);
-  }
-  h->full.first = h->full.last = NULL;
-  cache_flush(h);
+  memset(h->bin, 0, sizeof h->bin);
+  heap_spans_each(h, span_discard);
 }
 
 void heap_thread_exit(void *arg) {
