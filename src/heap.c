@@ -246,6 +246,37 @@ void heap_key_init(void) {
   if (pthread_key_create(&heap_key, heap_thread_exit) != 0) lithe_fatal("pthread_key_create failed");
 }
 
+/* A thread whose first allocation comes in the last round of pthread key
+ * destructors sets lithe's key too late for its destructor to run: its
+ * heap stays live after the thread is gone.  Such a heap is found when a
+ * thread needs a heap and the pool is empty: a live heap's thread keeps
+ * its TLS slot pointing at it until heap_thread_exit has made it not live,
+ * so a slot that holds something else (the dead thread's stack now serves
+ * a new thread, whose TLS starts afresh) or is no longer mapped means its
+ * thread has gone.  At most LOST_SCAN heaps are looked at per call (one
+ * process_vm_readv each), round robin.  Caller holds heaps_lock. */
+#define LOST_SCAN 16
+static heap_t *lost_cursor;
+static void heap_abandon(heap_t *h);
+
+static heap_t *heap_find_lost(void) {
+  heap_t *h = lost_cursor;
+  for (unsigned i = 0; i < LOST_SCAN; i++, h = h->next_all) {
+    if (!h && !(h = all_heaps)) return NULL;
+    /* (the caller has no heap: a slot that is its own, reused, counts too) */
+    if (!h->live || !h->tls_slot) continue;
+    heap_t *in_slot;
+    int r = os_peek(h->tls_slot, &in_slot, sizeof in_slot);
+    if (r == 0 || (r == 1 && in_slot != h)) {
+      lost_cursor = h->next_all;
+      heap_abandon(h); /* its thread is gone: as its exit would have */
+      return h;
+    }
+  }
+  lost_cursor = h;
+  return NULL;
+}
+
 static heap_t *heap_thread_init(void) {
   lithe_process_init();
   /* its pthread_atfork call may have allocated, and made this thread's heap */
@@ -254,25 +285,30 @@ static heap_t *heap_thread_init(void) {
   heap_t *h = heap_pool;
   if (h) {
     heap_pool = h->next_pool;
+    heaps_live++;
+  } else if ((h = heap_find_lost()) != NULL) {
+    /* still counted live: its dead thread's count passes to this one */
   } else if ((h = meta_alloc(sizeof(heap_t))) != NULL) {
     h->next_all = all_heaps;
     all_heaps = h;
+    heaps_live++;
   }
   if (h) {
-    h->live = true; /* under the lock: a forked child trusts it */
-    heaps_live++;
     heaps_created++;
+    for (unsigned c = 0; c < NCLASSES; c++) h->current[c] = &lithe_empty_span;
+    memset(h->spans_made, 0, sizeof h->spans_made);
+    h->prof_left = prof_heap_start();
+    memset(h->bin, 0, sizeof h->bin); /* a pooled heap's bins are empty */
+    memset(h->bin_room, 0, sizeof h->bin_room);
+    memset(h->bin_cap, 0, sizeof h->bin_cap);
+    memset(h->bin_missed, 0, sizeof h->bin_missed);
+    /* under the lock: a forked child and heap_find_lost trust these */
+    h->live = true;
+    h->tls_slot = &lithe_tls_heap;
+    lithe_tls_heap = h;
   }
   pthread_mutex_unlock(&heaps_lock);
   if (!h) return NULL;
-  for (unsigned c = 0; c < NCLASSES; c++) h->current[c] = &lithe_empty_span;
-  memset(h->spans_made, 0, sizeof h->spans_made);
-  h->prof_left = prof_heap_start();
-  memset(h->bin, 0, sizeof h->bin); /* a pooled heap's bins are empty */
-  memset(h->bin_room, 0, sizeof h->bin_room);
-  memset(h->bin_cap, 0, sizeof h->bin_cap);
-  memset(h->bin_missed, 0, sizeof h->bin_missed);
-  lithe_tls_heap = h;
   pthread_setspecific(heap_key, h);
   return h;
 }
@@ -618,14 +654,15 @@ void heap_thread_exit(void *arg) {
   heap_t *h = arg;
   if (!h || h == &lithe_empty_heap) return;
   heap_abandon(h);
-  lithe_tls_heap = &lithe_empty_heap;
-  tls_heap_gone = true;
   pthread_mutex_lock(&heaps_lock);
   h->live = false;
   h->next_pool = heap_pool;
   heap_pool = h;
   heaps_live--;
   pthread_mutex_unlock(&heaps_lock);
+  /* only now: while h is live, its thread's slot names it (heap_find_lost) */
+  lithe_tls_heap = &lithe_empty_heap;
+  tls_heap_gone = true;
 }
 
 /* A snapshot of the blocks sitting in every heap's bins (other threads
@@ -704,6 +741,7 @@ static inline bool orphan_owns(heap_t *h, span_t *s) {
  * followed into a span that is not h's. */
 static void fork_child_orphan(heap_t *h) {
   atomic_store_explicit(&h->remote_spans, NULL, memory_order_relaxed);
+  heap_bins_flush(h); /* the blocks in its bins back to their spans */
   for (span_t *s = h->full.first; s; s = s->next)
     if (orphan_owns(h, s))
       atomic_fetch_and_explicit(&s->thread_free, ~(uintptr_t)TF_MASK, memory_order_relaxed);

@@ -257,6 +257,7 @@ typedef struct heap_s {
   uint32_t epoch;                     /* pages_epoch when bins last emptied */
   struct heap_s *next_pool;           /* pool of heaps of exited threads */
   struct heap_s *next_all;            /* every heap made (fork child walks it) */
+  struct heap_s **tls_slot;           /* its thread's lithe_tls_heap     */
   bool live;
   bool scoped;                        /* a lithe_heap_t's (userheap.c): adopts
                                          no abandoned spans, since destroy frees
@@ -309,6 +310,7 @@ void *os_move(void *p, size_t old_size, size_t new_size, void *dest) INTERNAL; /
 void os_random(void *buf, size_t n) INTERNAL;
 uint64_t os_now_ms(void) INTERNAL;
 size_t os_address_limit(void) INTERNAL;                         /* RLIMIT_AS */
+int os_peek(const void *from, void *to, size_t n) INTERNAL;     /* read, never fault */
 typedef struct os_stats_s {
   _Atomic size_t reserved, committed, os_calls, purges, metadata;
 } os_stats_t;
