@@ -178,6 +178,10 @@ struct trace {
   uint64_t cross;                        /* frees/reallocs of another thread's object */
   uint64_t opcount[LTR_NOPS];
   uint64_t bk_bytes;
+  /* version 2: thread lifetimes, per recorded thread */
+  unsigned char *started; /* a thread_start record creates it (else it runs for the whole replay) */
+  unsigned char *exits;   /* it ends with a thread_exit record */
+  unsigned nstarted;
 };
 
 static uint64_t rd64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
@@ -197,8 +201,9 @@ static void parse_header(struct blob b, struct ltr_header *h) {
   h->peak_live_bytes = rd64(b.p + 48);
   h->pid = rd32(b.p + 56);
   h->header_fnv = rd32(b.p + 60);
-  if (h->version != LTR_VERSION)
-    die("unsupported trace version %u (this replayer reads version %u)", h->version, LTR_VERSION);
+  if (h->version < LTR_VERSION_MIN || h->version > LTR_VERSION)
+    die("unsupported trace version %u (this replayer reads versions %u to %u)", h->version,
+        LTR_VERSION_MIN, LTR_VERSION);
   if (h->header_fnv != ltr_fnv32(b.p, 60)) die("corrupt trace: header checksum mismatch");
   if (h->header_size != LTR_HEADER_SIZE) die("corrupt trace: header size %u", h->header_size);
   if (h->flags != 0) die("corrupt trace: unknown flags 0x%x", h->flags);
@@ -216,18 +221,18 @@ static void parse_header(struct blob b, struct ltr_header *h) {
     die("corrupt trace: payload checksum mismatch");
 }
 
-struct rec { unsigned op, alog, tid; uint64_t size, back; };
+struct rec { unsigned op, alog, tid; uint64_t size, back; unsigned child; };
 
 /* decode one record at *at; dies on any inconsistency */
 static void next_rec(const unsigned char *p, size_t n, size_t *at, unsigned *cur_tid, uint64_t idx,
-                     unsigned nthreads, struct rec *r) {
+                     unsigned nthreads, unsigned maxop, struct rec *r) {
   size_t k;
   uint64_t v;
   if (*at >= n) die("corrupt trace: payload ends at record %" PRIu64, idx);
   unsigned tag = p[(*at)++];
   if (tag & LTR_TAG_RESERVED) die("corrupt trace: record %" PRIu64 ": bad tag 0x%02x", idx, tag);
   r->op = tag & LTR_TAG_OP_MASK;
-  if (r->op < LTR_MALLOC || r->op >= LTR_NOPS)
+  if (r->op < LTR_MALLOC || r->op > maxop)
     die("corrupt trace: record %" PRIu64 ": unknown operation %u", idx, r->op);
   if (tag & LTR_TAG_THREAD) {
     if (!(k = ltr_get_varint(p + *at, n - *at, &v)))
@@ -238,7 +243,18 @@ static void next_rec(const unsigned char *p, size_t n, size_t *at, unsigned *cur
     *cur_tid = (unsigned)v;
   }
   r->tid = *cur_tid;
-  r->alog = 0; r->size = 0; r->back = 0;
+  r->alog = 0; r->size = 0; r->back = 0; r->child = 0;
+  if (r->op == LTR_THREAD_EXIT) return;
+  if (r->op == LTR_THREAD_START) {
+    if (!(k = ltr_get_varint(p + *at, n - *at, &v)))
+      die("corrupt trace: record %" PRIu64 ": bad thread id", idx);
+    *at += k;
+    if (v >= nthreads || v <= r->tid)
+      die("corrupt trace: record %" PRIu64 ": thread %u starts thread %" PRIu64
+          " (must be above its creator and below the thread count %u)", idx, r->tid, v, nthreads);
+    r->child = (unsigned)v;
+    return;
+  }
   if (r->op == LTR_FREE || ltr_op_is_realloc(r->op)) {
     if (!(k = ltr_get_varint(p + *at, n - *at, &r->back)))
       die("corrupt trace: record %" PRIu64 ": bad reference", idx);
@@ -275,6 +291,10 @@ static void decode(struct blob b, struct trace *t, bool serial, uint64_t limit, 
   uint64_t *alive = bk_temp((t->nrec / 64 + 1) * 8);
   uint64_t *cnt = bk_temp(nthr_rec * sizeof(uint64_t));
   uint32_t *obj_gen = bk_temp(t->nrec * sizeof(uint32_t) + 8);
+  unsigned char *state = bk_temp(nthr_rec); /* 0: no record yet, 1: running, 2: exited */
+  unsigned maxop = ltr_max_op(t->h.version);
+  t->started = bk_alloc(nthr_rec);
+  t->exits = bk_alloc(nthr_rec);
   if (t->nrec >= UINT32_MAX) die("too many records (%" PRIu64 ") for this replayer", t->nrec);
 
   /* pass 1: validate the whole payload, count records per replay thread */
@@ -283,7 +303,17 @@ static void decode(struct blob b, struct trace *t, bool serial, uint64_t limit, 
   uint64_t nalloc = 0;
   struct rec r;
   for (uint64_t i = 0; i < nrec; i++) {
-    next_rec(p, n, &at, &cur, i, nthr_rec, &r);
+    next_rec(p, n, &at, &cur, i, nthr_rec, maxop, &r);
+    if (state[r.tid] == 2)
+      die("corrupt trace: record %" PRIu64 ": thread %u has exited", i, r.tid);
+    state[r.tid] = r.op == LTR_THREAD_EXIT ? 2 : 1;
+    if (r.op == LTR_THREAD_START) {
+      if (state[r.child] || t->started[r.child])
+        die("corrupt trace: record %" PRIu64 ": thread %u started after it ran", i, r.child);
+      t->started[r.child] = 1;
+      t->nstarted++;
+    }
+    if (r.op == LTR_THREAD_EXIT) t->exits[r.tid] = 1;
     if (r.back) {
       uint64_t ref = i - r.back;
       if (i < t->nrec && !(alive[ref / 64] >> (ref % 64) & 1))
@@ -315,11 +345,12 @@ static void decode(struct blob b, struct trace *t, bool serial, uint64_t limit, 
   uint64_t nslots = 0, live = 0, live_min = 0;
   at = 0; cur = 0;
   for (uint64_t i = 0; i < t->nrec; i++) {
-    next_rec(p, n, &at, &cur, i, nthr_rec, &r);
+    next_rec(p, n, &at, &cur, i, nthr_rec, maxop, &r);
     unsigned th = serial ? 0 : r.tid;
     struct rop *o = &t->ops[th][t->nops[th]++];
     o->w = r.size | (uint64_t)r.op << 44 | (uint64_t)r.alog << 48;
     o->wait = 0;
+    o->slot = r.child; /* thread_start: the thread to create */
     uint64_t old = 0;
     bool counted = false;
     if (r.back) {
@@ -342,7 +373,7 @@ static void decode(struct blob b, struct trace *t, bool serial, uint64_t limit, 
       else s = (uint32_t)nslots++;
       o->slot = s; obj_slot[i] = s;
     }
-    if (r.op != LTR_FREE) {
+    if (ltr_op_allocates(r.op)) {
       obj_thr[i] = (uint16_t)r.tid;
       obj_gen[i] = ++slot_gen[o->slot];
       slot_size[o->slot] = r.size;
@@ -389,15 +420,73 @@ struct tctx {
   struct trace *t;
   unsigned id;
   uint64_t waits, done;
+  pthread_t th;
+  _Atomic int spawned, finished; /* run number + 1 of the last run that did it */
 };
+
+/* Thread lifetimes (version 2, --threads): a recorded thread with a
+   thread_start record is created by its creator's replay thread when that
+   one reaches the record, and exits after its last record if that is a
+   thread_exit (it really exits: the allocator's thread teardown runs there);
+   without one (it was still running when the program ended) it waits for
+   the end of the run. The main thread joins them all at the end of a run. */
+static struct tctx *g_ctx;
+static int g_run;
+static pthread_mutex_t g_run_mtx = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_run_cv = PTHREAD_COND_INITIALIZER;
+static int g_run_over = -1; /* the last run whose lingering threads may end */
+static void play(struct trace *t, unsigned th, struct tctx *c);
+
+static void *lifetime_thread(void *arg) {
+  struct tctx *c = arg;
+  int run = g_run;
+  play(c->t, c->id, c);
+  atomic_store_explicit(&c->finished, run + 1, memory_order_release);
+  if (!c->t->exits[c->id]) {
+    pthread_mutex_lock(&g_run_mtx);
+    while (g_run_over < run) pthread_cond_wait(&g_run_cv, &g_run_mtx);
+    pthread_mutex_unlock(&g_run_mtx);
+  }
+  return NULL;
+}
+
+static void spawn(unsigned child) {
+  struct tctx *c = &g_ctx[child];
+  if (pthread_create(&c->th, NULL, lifetime_thread, c) != 0)
+    die("cannot create replay thread %u", child);
+  atomic_store_explicit(&c->spawned, g_run + 1, memory_order_release);
+}
+
+static inline void await_flag(_Atomic int *f, int want) {
+  while (atomic_load_explicit(f, memory_order_acquire) != want) sched_yield();
+}
+
+/* main thread, after its own records: join every thread created in this run.
+   A creator has a lower id than its child, so in id order each thread has
+   been created by the time it is looked at. */
+static void join_lifetimes(struct trace *t) {
+  if (!t->nstarted) return;
+  for (unsigned i = 1; i < t->nthreads; i++) {
+    if (!t->started[i]) continue;
+    await_flag(&g_ctx[i].spawned, g_run + 1);
+    if (t->exits[i]) pthread_join(g_ctx[i].th, NULL);
+    else await_flag(&g_ctx[i].finished, g_run + 1);
+  }
+  pthread_mutex_lock(&g_run_mtx);
+  g_run_over = g_run;
+  pthread_cond_broadcast(&g_run_cv);
+  pthread_mutex_unlock(&g_run_mtx);
+  for (unsigned i = 1; i < t->nthreads; i++)
+    if (t->started[i] && !t->exits[i]) pthread_join(g_ctx[i].th, NULL);
+}
 
 static void play(struct trace *t, unsigned th, struct tctx *c) {
   struct rop *o = t->ops[th], *end = o + t->nops[th];
   struct slot *slots = t->slots;
   uint64_t waits = 0;
   for (; o < end; o++) {
-    struct slot *s = &slots[o->slot];
     uint64_t w = o->w, size = ROP_SIZE(w);
+    struct slot *s = &slots[ROP_OP(w) == LTR_THREAD_START ? 0 : o->slot];
     void *p;
     if (o->wait) await(s, o->wait, &waits);
     switch (ROP_OP(w)) {
@@ -414,6 +503,11 @@ static void play(struct trace *t, unsigned th, struct tctx *c) {
     case LTR_FREE:
       free(s->ptr);
       s->ptr = NULL;
+      break;
+    case LTR_THREAD_START:
+      if (t->nthreads > 1) spawn(o->slot); /* --serial: nothing to create */
+      break;
+    case LTR_THREAD_EXIT: /* the last record of its thread */
       break;
     case LTR_REALLOC:
     case LTR_REALLOCARRAY: {
@@ -586,15 +680,19 @@ int main(int argc, char **argv) {
   unsigned nth = t->nthreads;
   g_total_runs = runs + (warmup ? 1 : 0);
   struct tctx *ctx = bk_alloc(nth * sizeof *ctx);
+  g_ctx = ctx;
   pthread_t *tids = bk_alloc(nth * sizeof *tids);
-  /* helpers only for recorded threads that have records */
+  /* helpers for the whole process only for recorded threads that have
+     records and no recorded start (all threads of a version-1 trace) */
   unsigned active = 1;
-  for (unsigned i = 1; i < nth; i++) active += t->nops[i] > 0;
+  bool lifetimes = !serial && t->nstarted;
+#define WHOLE_RUN(i) (t->nops[i] > 0 && !(lifetimes && t->started[i]))
+  for (unsigned i = 1; i < nth; i++) active += WHOLE_RUN(i);
   pthread_barrier_init(&g_start, NULL, active);
   pthread_barrier_init(&g_stop, NULL, active);
   for (unsigned i = 0; i < nth; i++) { ctx[i].t = t; ctx[i].id = i; }
   for (unsigned i = 1; i < nth; i++)
-    if (t->nops[i] && pthread_create(&tids[i], NULL, helper, &ctx[i]) != 0)
+    if (WHOLE_RUN(i) && pthread_create(&tids[i], NULL, helper, &ctx[i]) != 0)
       die("cannot create replay thread %u of %u", i, nth);
 
   /* Reset the high-water mark: loading is not part of the measurement. Only
@@ -617,10 +715,12 @@ int main(int argc, char **argv) {
     memset(t->slots, 0, (t->nslots + 1) * sizeof(struct slot));
     for (unsigned i = 0; i < nth; i++) ctx[i].done = 0;
     long f0 = minflt();
+    g_run = run;
     double t0 = now_ns();
     if (active > 1) pthread_barrier_wait(&g_start);
     play(t, 0, &ctx[0]);
     if (active > 1) pthread_barrier_wait(&g_stop);
+    if (lifetimes) join_lifetimes(t);
     double ta = now_ns();
     if (verify && run == g_total_runs - 1) { /* not timed */
       live_before_leftovers = live_in_slots(t, 0, &objs);
@@ -634,7 +734,7 @@ int main(int argc, char **argv) {
     if (timed) { total_ns += (ta - t0) + (t1 - tb); faults += minflt() - f0; }
   }
   for (unsigned i = 1; i < nth; i++)
-    if (t->nops[i]) pthread_join(tids[i], NULL);
+    if (WHOLE_RUN(i)) pthread_join(tids[i], NULL);
 
   /* Memory at end, the same two ways as bench-mallocbench (tools/memend.h):
      unassisted after a pause with nothing called, then after the
@@ -660,7 +760,7 @@ int main(int argc, char **argv) {
     uint64_t done = 0, waits = 0;
     for (unsigned i = 0; i < nth; i++) { done += ctx[i].done; waits += ctx[i].waits; }
     printf("# verify: records %" PRIu64 " replayed %" PRIu64 " threads %u cross-thread-ops %" PRIu64
-           " cross-thread-waits %" PRIu64 "\n", t->h.record_count, done, active, t->cross, waits);
+           " cross-thread-waits %" PRIu64 "\n", t->h.record_count, done, active + (lifetimes ? t->nstarted : 0), t->cross, waits);
     printf("# verify: peak-live-bytes %" PRIu64 " end-live-bytes %" PRIu64 " replay-end-live-bytes %"
            PRIu64 " replay-end-live-objects %" PRIu64 "\n",
            t->peak_live, t->end_live, live_before_leftovers, objs);

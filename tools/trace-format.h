@@ -1,4 +1,4 @@
-/* lithe trace format, version 1 -- shared by the tracer and the replayer.
+/* lithe trace format, version 2 (the replayer also reads version 1) -- shared by the tracer and the replayer.
  * The normative description is docs/trace-format.md; keep the two in step. */
 #ifndef LITHE_TRACE_FORMAT_H
 #define LITHE_TRACE_FORMAT_H
@@ -8,7 +8,8 @@
 #include <string.h>
 
 #define LTR_MAGIC "LITHETRC"          /* 8 bytes, no NUL in the file */
-#define LTR_VERSION 1u
+#define LTR_VERSION 2u
+#define LTR_VERSION_MIN 1u     /* oldest version the replayer reads */
 #define LTR_HEADER_SIZE 64u
 #define LTR_MAX_THREADS 65536u
 #define LTR_MAX_SIZE (1ull << 40)    /* sizes above 1 TiB are rejected as corrupt */
@@ -25,7 +26,9 @@ enum ltr_op {
   LTR_MEMALIGN = 8,
   LTR_VALLOC = 9,
   LTR_PVALLOC = 10,        /* size already rounded up to a page multiple */
-  LTR_NOPS = 11
+  LTR_THREAD_START = 11,   /* version 2: the current thread created thread <varint child> */
+  LTR_THREAD_EXIT = 12,    /* version 2: the current thread exited (its last record) */
+  LTR_NOPS = 13
 };
 #define LTR_TAG_OP_MASK 0x0fu
 #define LTR_TAG_THREAD 0x10u    /* a varint thread id follows the tag */
@@ -39,13 +42,16 @@ static inline int ltr_op_is_realloc(unsigned op) {
 }
 /* Does the record create an object that a later record may refer to? */
 static inline int ltr_op_allocates(unsigned op) {
-  return op != LTR_FREE && op >= LTR_MALLOC && op < LTR_NOPS;
+  return op != LTR_FREE && op >= LTR_MALLOC && op <= LTR_PVALLOC;
 }
 
 static const char *const ltr_op_names[LTR_NOPS] = {
   "?", "malloc", "free", "calloc", "realloc", "reallocarray",
-  "posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc"
+  "posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
+  "thread_start", "thread_exit"
 };
+/* highest operation code a trace of version v may contain */
+static inline unsigned ltr_max_op(uint32_t v) { return v >= 2 ? LTR_THREAD_EXIT : LTR_PVALLOC; }
 
 /* Header: 64 bytes, all fields little-endian. */
 struct ltr_header {
@@ -55,7 +61,7 @@ struct ltr_header {
   uint64_t record_count;    /* 16 */
   uint64_t payload_bytes;   /* 24: bytes of record stream after the header */
   uint32_t thread_count;    /* 32: recorded threads, ids 0 .. thread_count-1 */
-  uint32_t flags;           /* 36: 0 in version 1 */
+  uint32_t flags;           /* 36: 0 in versions 1 and 2 */
   uint64_t payload_fnv;     /* 40: FNV-1a 64 of the payload */
   uint64_t peak_live_bytes; /* 48: peak of live requested bytes, in record order */
   uint32_t pid;             /* 56: recorded process id (informational) */

@@ -23,8 +23,8 @@ echo "$out" | grep -q "records 4 replayed 4" || { echo "FAIL: good trace: $out";
 head -c 100000 /dev/urandom > "$d/random.ltrace"; expect_reject random "$d/random.ltrace"
 printf 'LITHETRC' > "$d/magic-only.ltrace";   expect_reject magic-only "$d/magic-only.ltrace"
 expect_reject missing "$d/does-not-exist.ltrace"
-# wrong version: byte 8 = 2
-cp "$d/good.ltrace" "$d/v2.ltrace"; printf '\x02' | dd of="$d/v2.ltrace" bs=1 seek=8 conv=notrunc status=none
+# wrong version: byte 8 = 3 (the replayer reads versions 1 and 2)
+cp "$d/good.ltrace" "$d/v2.ltrace"; printf '\x03' | dd of="$d/v2.ltrace" bs=1 seek=8 conv=notrunc status=none
 expect_reject wrong-version "$d/v2.ltrace"
 # header field changed without fixing the header checksum
 cp "$d/good.ltrace" "$d/hdr.ltrace"; printf '\x09' | dd of="$d/hdr.ltrace" bs=1 seek=16 conv=notrunc status=none
@@ -37,7 +37,16 @@ sz=$(stat -c %s "$d/good.ltrace")
 for ((i = 0; i < sz; i++)); do head -c $i "$d/good.ltrace" > "$d/trunc.ltrace"; expect_reject "truncated-at-$i" "$d/trunc.ltrace"; done
 { cat "$d/good.ltrace"; printf 'xx'; } > "$d/trail.ltrace"; expect_reject trailing-bytes "$d/trail.ltrace"
 # structurally wrong with valid checksums
-for k in doublefree danglingref badthread badop badtag hugesize countmismatch truncvarint; do
+# good traces: version 1 (still read), version 2 with a thread created and exited
+for k in v1ok lifetimes; do
+  "$FORGE" "$d/$k.ltrace" $k || { echo "FAIL: forge $k"; exit 1; }
+  want=4; [ $k = lifetimes ] && want=8
+  out=$("$REPLAY" "$d/$k.ltrace" --runs 2 --verify) || { echo "FAIL: $k rejected"; echo "$out"; fail=1; continue; }
+  echo "$out" | grep -q "records $want replayed $want" || { echo "FAIL: $k: $out"; fail=1; }
+  echo "ok: $k replayed: $(echo "$out" | grep '^# verify: records')"
+done
+for k in doublefree danglingref badthread badop badtag hugesize countmismatch truncvarint \
+         v1threadop afterexit startagain startlower; do
   "$FORGE" "$d/$k.ltrace" $k && expect_reject "$k" "$d/$k.ltrace"
 done
 # a real recorded trace, truncated and bit-flipped at many places

@@ -1,8 +1,11 @@
 /* Writes small hand-made traces for the replayer's validation test:
  *   lithe-trace-forge OUT KIND
  * KIND: ok, doublefree, danglingref, badthread, badop, badtag, hugesize,
- *       countmismatch, truncvarint. All but "ok" carry valid checksums, so
- * only the replayer's structural checks can reject them. */
+ *       countmismatch, truncvarint, and for thread lifetimes (version 2)
+ *       lifetimes (good), v1ok (the base trace as version 1, good),
+ *       v1threadop, afterexit, startagain, startlower. All but the good ones
+ *       carry valid checksums, so only the replayer's structural checks can
+ *       reject them. */
 #include <stdio.h>
 #include <string.h>
 #include "../trace-format.h"
@@ -14,6 +17,7 @@ int main(int argc, char **argv) {
   size_t n = 0;
   uint64_t recs = 0;
   unsigned threads = 2;
+  uint32_t version = LTR_VERSION;
   /* base: malloc 100 / malloc 200 on thread 1 / free back 2 (first) on thread 0 / free back 2 */
   pl[n++] = LTR_MALLOC; pl[n++] = 100; recs++;
   pl[n++] = LTR_MALLOC | LTR_TAG_THREAD; pl[n++] = 1; pl[n++] = 0x80 | 72; pl[n++] = 1; recs++; /* 200 */
@@ -31,12 +35,27 @@ int main(int argc, char **argv) {
     recs++;
   } else if (!strcmp(k, "countmismatch")) { recs += 3; }
   else if (!strcmp(k, "truncvarint")) { pl[n++] = LTR_MALLOC; pl[n++] = 0x80; recs++; }
+  else if (!strcmp(k, "v1ok")) { version = 1; }
+  else if (!strcmp(k, "v1threadop")) { version = 1; pl[n++] = LTR_THREAD_START; pl[n++] = 2; recs++; threads = 3; }
+  else if (!strcmp(k, "lifetimes")) { /* thread 0 starts thread 2, which allocates, frees, exits */
+    threads = 3;
+    pl[n++] = LTR_THREAD_START; pl[n++] = 2; recs++;
+    pl[n++] = LTR_MALLOC | LTR_TAG_THREAD; pl[n++] = 2; pl[n++] = 50; recs++;
+    pl[n++] = LTR_FREE; pl[n++] = 1; recs++;
+    pl[n++] = LTR_THREAD_EXIT; recs++;
+  } else if (!strcmp(k, "afterexit")) {
+    pl[n++] = LTR_THREAD_EXIT | LTR_TAG_THREAD; pl[n++] = 1; recs++;
+    pl[n++] = LTR_MALLOC; pl[n++] = 1; recs++;
+  } else if (!strcmp(k, "startagain")) { pl[n++] = LTR_THREAD_START; pl[n++] = 1; recs++; }
+  else if (!strcmp(k, "startlower")) {
+    pl[n++] = LTR_THREAD_START | LTR_TAG_THREAD; pl[n++] = 1; pl[n++] = 0; recs++;
+  }
   else { fprintf(stderr, "unknown kind %s\n", k); return 2; }
 
   struct ltr_header h;
   memset(&h, 0, sizeof h);
   memcpy(h.magic, LTR_MAGIC, 8);
-  h.version = LTR_VERSION;
+  h.version = version;
   h.header_size = LTR_HEADER_SIZE;
   h.record_count = recs;
   h.payload_bytes = n;
