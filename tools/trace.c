@@ -169,6 +169,7 @@ static _Atomic uint64_t *g_startdep;
 static TLS struct tstate *tl_ts;
 static TLS int tl_busy;
 static TLS unsigned tl_given_tid; /* 1 + id given by the creating thread, 0 = none */
+static TLS int tl_unrecorded;     /* a thread beyond LTR_MAX_THREADS */
 
 static void *os_alloc(size_t n) {
   void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -255,7 +256,14 @@ static struct tstate *get_ts_slow(void) {
   /* a thread made by our pthread_create got its id from its creator; others
      (the main thread, threads from clone) take the next one */
   unsigned id = tl_given_tid ? tl_given_tid - 1 : atomic_fetch_add(&g_ntid, 1);
-  t->tid = (uint16_t)(id < LTR_MAX_THREADS ? id : LTR_MAX_THREADS - 1);
+  if (id >= LTR_MAX_THREADS) { /* the format's limit: this thread is not recorded */
+    munmap(t->buf, BUF_RECS * sizeof(struct rawrec));
+    munmap(t, sizeof *t);
+    tl_busy = 0;
+    tl_unrecorded = 1;
+    return NULL;
+  }
+  t->tid = (uint16_t)id;
   pthread_mutex_lock(&g_reg_mtx);
   t->next = g_threads;
   g_threads = t;
@@ -275,7 +283,7 @@ static struct tstate *get_ts_slow(void) {
 static inline struct tstate *get_ts(void) {
   if (!atomic_load_explicit(&g_recording, memory_order_relaxed) || tl_busy) return NULL;
   if (LIKELY(tl_ts != NULL)) return tl_ts;
-  return get_ts_slow();
+  return tl_unrecorded ? NULL : get_ts_slow();
 }
 
 /* ---------------------------------------------------------------- address map */
@@ -381,7 +389,7 @@ EXPORT void free(void *p) {
     uint64_t ref = sh_take(p);
     if (ref) record(t, LTR_FREE, 0, 0, ref);
     else t->unknown++;
-  } else if (tl_busy && atomic_load_explicit(&g_recording, memory_order_relaxed)) {
+  } else if ((tl_busy || tl_unrecorded) && atomic_load_explicit(&g_recording, memory_order_relaxed)) {
     sh_take(p); /* an unrecorded free must not leave the entry for the next block here */
   }
   int b = tl_busy;

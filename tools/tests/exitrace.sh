@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A program that exits (exit and _exit) while its threads allocate must still
-# leave a complete, valid trace that replays every record.
+# leave a complete, valid trace that replays every record, with the threads'
+# starts recorded and no exits.
 # usage: exitrace.sh liblithe-trace.so lithe-replay exitrace-program
 set -u
 TRACER=$1 REPLAY=$2 PROG=$3
@@ -14,6 +15,12 @@ for mode in exit _exit; do
     line=$(echo "$out" | grep '^# verify: records')
     echo "$mode: $line"
     echo "$line" | grep -Eq 'records ([0-9]+) replayed \1 ' || { echo "FAIL: $mode: $line"; fail=1; }
+    # the 4 threads were created and never exited: 4 thread_start records,
+    # no thread_exit, and the replay keeps them until the end of the run
+    info=$("$REPLAY" "$d/x.ltrace" --info)
+    ns=$(echo "$info" | awk '$1 == "thread_start" {print $2}')
+    ne=$(echo "$info" | awk '$1 == "thread_exit" {print $2}')
+    [ "${ns:-0}" = 4 ] && [ -z "$ne" ] || { echo "FAIL: $mode: thread_start ${ns:-0} (want 4), thread_exit ${ne:-0} (want 0)"; fail=1; }
     ls "$d" | grep -q spool && { echo "FAIL: spool left behind"; fail=1; }
   done
 done
