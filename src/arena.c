@@ -264,13 +264,17 @@ static size_t purge_runs(uint64_t now, bool force, size_t keep) {
       }
   last_purge_ms = now;
   atomic_fetch_add_explicit(&pages_epoch, 1, memory_order_relaxed);
+  /* cached xlarge mappings: the expired ones, and all of them when a
+   * collection (or the memory limit) asks for more than the decay */
+  xcache_expire(now, force || keep != SIZE_MAX);
   return purged;
 }
 
 /* What may be resident (limit.c): pages out, free pages not purged,
- * xlarge mappings, metadata.  Caller holds the lock. */
+ * xlarge mappings (live and cached), metadata.  Caller holds the lock. */
 static size_t usage_locked(void) {
   return in_use_bytes + dirty_bytes + atomic_load_explicit(&xlarge_bytes, memory_order_relaxed) +
+         atomic_load_explicit(&xlarge_cached_bytes, memory_order_relaxed) +
          atomic_load_explicit(&os_stats.metadata, memory_order_relaxed);
 }
 

@@ -307,6 +307,7 @@ void *os_map_at(void *at, size_t size) INTERNAL;               /* RW, exactly at
 void os_release(void *p, size_t size) INTERNAL;                 /* never-committed reserve */
 void *os_resize(void *p, size_t old_size, size_t new_size) INTERNAL; /* mremap in place */
 void *os_move(void *p, size_t old_size, size_t new_size, void *dest) INTERNAL; /* onto a reserve */
+void *os_remap(void *p, size_t old_size, size_t new_size) INTERNAL; /* anywhere */
 void os_random(void *buf, size_t n) INTERNAL;
 uint64_t os_now_ms(void) INTERNAL;
 size_t os_address_limit(void) INTERNAL;                         /* RLIMIT_AS */
@@ -425,7 +426,8 @@ void *large_alloc(size_t size, size_t align) INTERNAL;
 void *large_alloc_zero(size_t size, size_t align, bool zero) INTERNAL;
 void large_free(span_t *s) INTERNAL;
 void *large_realloc(span_t *s, size_t size) INTERNAL;
-extern _Atomic size_t large_live, xlarge_live, xlarge_bytes INTERNAL;
+extern _Atomic size_t large_live, xlarge_live, xlarge_bytes, xlarge_cached_bytes INTERNAL;
+void xcache_expire(uint64_t now, bool all) INTERNAL; /* pages_lock held */
 
 /* alloc.c: the API behind the exported names of override.c */
 void *lt_malloc(size_t n) INTERNAL;

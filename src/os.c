@@ -219,6 +219,17 @@ void *os_resize(void *p, size_t old_size, size_t new_size) {
   return q;
 }
 
+/* Resize an os_map mapping, moving it where the kernel likes if it must
+ * (page tables move, no copy); NULL if refused, the old one intact. */
+void *os_remap(void *p, size_t old_size, size_t new_size) {
+  count_call();
+  void *q = mremap(p, old_size, new_size, MREMAP_MAYMOVE);
+  if (q == MAP_FAILED) return NULL;
+  atomic_fetch_add_explicit(&os_stats.reserved, new_size - old_size, memory_order_relaxed);
+  atomic_fetch_add_explicit(&os_stats.committed, new_size - old_size, memory_order_relaxed);
+  return q;
+}
+
 /* Move an os_map mapping onto `dest`, a reservation of new_size bytes the
  * caller made (so it could prepare the pagemap there first: once the
  * block has moved nothing may fail).  NULL if the kernel refuses: the old
