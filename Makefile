@@ -8,6 +8,9 @@
 #   make deb    build/deb/liblithe0_*.deb and liblithe-dev_*.deb (dpkg-deb)
 #   make debug  build-debug/: lithe with its assertions and lock-rank checks
 #               (CMAKE_BUILD_TYPE=Debug); `make test` runs the suite on it too
+#   make secure build/liblithe-secure.so: the hardened build (docs/reliability.md)
+#   make soak [SOAK_SECONDS=1800] [SOAK_THREADS=4]  long mixed multi-threaded
+#               run with content checks (not part of make test)
 BUILD ?= build
 DEBUG_BUILD ?= build-debug
 JOBS  ?= $(shell nproc 2>/dev/null || echo 2)
@@ -16,7 +19,7 @@ PREFIX ?= /usr/local
 # install_manifest.txt (without DESTDIR) is rewritten by every install, the tests' too
 MANIFEST = $(BUILD)/lithe-install-manifest.txt
 
-.PHONY: all test bench clean install uninstall deb debug test-debug
+.PHONY: all test bench clean install uninstall deb debug test-debug secure soak
 
 all:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -29,6 +32,14 @@ test: all debug
 debug:
 	@cmake -S . -B $(DEBUG_BUILD) -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	@cmake --build $(DEBUG_BUILD) -j $(JOBS)
+
+secure: all
+	@ls -l $(BUILD)/liblithe-secure.so
+
+SOAK_SECONDS ?= 1800
+SOAK_THREADS ?= 4
+soak: all
+	$(BUILD)/tests/lithe-soak $(SOAK_SECONDS) $(SOAK_THREADS)
 
 # the whole suite against the Debug build, but the fuzzers (they build
 # lithe's sources themselves, with sanitizers, the same in both builds) and

@@ -30,7 +30,7 @@ static inline void *malloc_inline(size_t n) {
       /* heap profiling: one subtract and one compare (prof.c); b != NULL
        * proves h is this thread's own heap, not the shared empty one */
       if (prof_due(h, n)) return prof_malloc(h, n); /* a tail jump */
-      h->bin[c] = b->next;
+      h->bin[c] = block_pop_next(b);
       h->bin_room[c]++;
       b->next = NULL; /* a block handed out holds no heap address */
       b->key = 0;
@@ -45,7 +45,7 @@ slow:
 /* The owner's free: push on its bin; an overflow sends half back to the
  * spans (heap.c).  The key in word 1 marks the block free. */
 static inline void bin_push(heap_t *h, unsigned c, block_t *b, uintptr_t key) {
-  b->next = h->bin[c];
+  block_set_next(b, h->bin[c]);
   b->key = key;
   h->bin[c] = b;
   if (unlikely(--h->bin_room[c] < 0)) heap_bin_overflow(h, c);

@@ -128,7 +128,7 @@ static uint32_t bin_max_cap(unsigned cls) {
 
 /* One block back to its span, as the owner's free did before bins. */
 static void span_give_back(heap_t *h, span_t *s, block_t *b) {
-  b->next = s->free;
+  block_set_next(b, s->free);
   s->free = b;
   s->nfree++;
   if ((int32_t)--s->used <= s->free_trigger) heap_free_local_slow(h, s);
@@ -136,7 +136,7 @@ static void span_give_back(heap_t *h, span_t *s, block_t *b) {
 
 static void give_back_list(heap_t *h, block_t *b) {
   while (b) {
-    block_t *next = b->next;
+    block_t *next = block_pop_next(b); /* checked: the next is looked up */
     span_give_back(h, pagemap_lookup(b), b);
     b = next;
   }
@@ -156,9 +156,9 @@ void heap_bin_overflow(heap_t *h, unsigned cls) {
   if (count > cap) { /* keep the newer half: the blocks last touched */
     uint32_t keep = cap / 2;
     block_t *last = h->bin[cls];
-    for (uint32_t i = 1; i < keep; i++) last = last->next;
-    block_t *rest = last->next;
-    last->next = NULL;
+    for (uint32_t i = 1; i < keep; i++) last = block_next(last);
+    block_t *rest = block_next(last);
+    block_set_next(last, NULL);
     count = keep;
     give_back_list(h, rest);
   }
@@ -191,7 +191,7 @@ void heap_decay(heap_t *h) {
 static inline void *bin_pop(heap_t *h, unsigned cls) {
   block_t *b = h->bin[cls];
   lt_assert_block(pagemap_lookup(b), b);
-  h->bin[cls] = b->next;
+  h->bin[cls] = block_pop_next(b);
   h->bin_room[cls]++;
   b->next = NULL; /* as malloc_inline: no free-list link left behind */
   b->key = 0;
@@ -209,16 +209,16 @@ static void *bin_refill(heap_t *h, span_t *s, unsigned cls) {
   lt_assert_cmp(s->used + n, <=, s->capacity);
   if (n > cap + 1) {
     block_t *last = b;
-    for (uint32_t i = 0; i < cap; i++) last = last->next;
-    s->free = last->next;
-    last->next = NULL;
+    for (uint32_t i = 0; i < cap; i++) last = block_next(last);
+    s->free = block_next(last);
+    block_set_next(last, NULL);
     n = cap + 1;
   } else {
     s->free = NULL;
   }
   s->nfree -= n;
   s->used += n;
-  h->bin[cls] = b->next;
+  h->bin[cls] = block_pop_next(b);
   h->bin_room[cls] = (int32_t)(cap - (n - 1));
   h->bin_missed[cls] = 1;
   b->next = NULL;
@@ -234,7 +234,7 @@ bool heap_bin_has(heap_t *h, unsigned cls, const block_t *b) {
     if (x == b) return true;
     span_t *t = pagemap_lookup(x);
     if (!t || (size_t)((const char *)x - t->start) >= t->carved) return false;
-    x = x->next;
+    x = block_next(x);
   }
   return false;
 }
@@ -511,7 +511,7 @@ void heap_free_remote(span_t *s, block_t *b) {
     state = tf & TF_MASK;
     lt_assert_cmp(TF_COUNT(tf), <, s->capacity);
     lt_assert_v(state != TF_MASK, tf);
-    b->next = TF_PTR(tf);
+    block_set_next(b, TF_PTR(tf));
     uintptr_t nw = (uintptr_t)b | ((uintptr_t)(TF_COUNT(tf) + 1) << TF_COUNT_SHIFT) |
                    (state == TF_NOTIFY ? TF_NOTIFYING : state);
     /* acq_rel: a TF_NOTIFY seen here was set by the owner now in s->owner */
@@ -794,7 +794,7 @@ static void span_verify(heap_t *h, span_t *s, unsigned cls) {
   lt_assert_cmp(s->used, <=, s->capacity);
   lt_assert(pagemap_lookup(s->start) == s && pagemap_lookup(s->start + s->bytes - PAGE_SIZE) == s);
   uint32_t nfree = 0;
-  for (block_t *b = s->free; b; b = b->next) {
+  for (block_t *b = s->free; b; b = block_next(b)) {
     lt_assert_block(s, b);
     lt_assert_cmp(b->key, ==, lithe_free_key);
     lt_assert_cmp(++nfree, <=, s->capacity);

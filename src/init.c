@@ -19,6 +19,9 @@ static void process_init(void) {
   uintptr_t key = 0;
   os_random(&key, sizeof key);
   lithe_free_key = key | 1; /* never 0: fresh memory must not look freed */
+#if LITHE_SECURE
+  os_random(&lithe_link_secret, sizeof lithe_link_secret); /* before any block is linked */
+#endif
   atomic_store_explicit(&lithe_initialized, 1, memory_order_release);
 }
 

@@ -230,6 +230,44 @@ static inline void span_set_kind(span_t *s, uint8_t kind) {
   __atomic_store_n(&s->kind, kind, __ATOMIC_RELAXED);
 }
 
+/* ---- free-list links ---------------------------------------------------
+ * Every read and write of a free block's link goes through these.  Release
+ * build: the plain pointer (the same code as b->next).  Hardened build
+ * (-DLITHE_SECURE=1: make secure, build/liblithe-secure.so): the link is
+ * stored XORed with a per-process secret and the address of the word that
+ * holds it (glibc's safe-linking, with a key as in mimalloc's encoded
+ * lists).  An overflow from the block before, or a write through a stale
+ * pointer, that changes a link makes it decode to noise; block_pop_next,
+ * on every pop of a bin or a span's free list, refuses a link that is not
+ * NULL, 16-byte aligned and below 2^47 (noise passes with a chance of
+ * 2^-21; forging a link needs the secret) and reports the block whose link
+ * was overwritten instead of following it. */
+#ifndef LITHE_SECURE
+#define LITHE_SECURE 0
+#endif
+#if LITHE_SECURE
+extern uintptr_t lithe_link_secret INTERNAL;
+static inline uintptr_t link_mask(const block_t *at) { return lithe_link_secret ^ (uintptr_t)at; }
+#else
+static inline uintptr_t link_mask(const block_t *at) { (void)at; return 0; }
+#endif
+static inline block_t *block_next(const block_t *b) {
+  return (block_t *)((uintptr_t)b->next ^ link_mask(b));
+}
+static inline void block_set_next(block_t *b, block_t *next) {
+  b->next = (block_t *)((uintptr_t)next ^ link_mask(b));
+}
+#if LITHE_SECURE
+block_t *lithe_link_corrupt(block_t *b) INTERNAL; /* reports; NULL */
+static inline block_t *block_pop_next(block_t *b) {
+  block_t *n = block_next(b);
+  if (unlikely(((uintptr_t)n & 15) | ((uintptr_t)n >> 47))) return lithe_link_corrupt(b);
+  return n;
+}
+#else
+static inline block_t *block_pop_next(block_t *b) { return b->next; }
+#endif
+
 typedef struct span_list_s {
   span_t *first, *last;
 } span_list_t;

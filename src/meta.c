@@ -21,8 +21,21 @@ static void *meta_alloc_locked(size_t size) {
     size_t chunk = size > META_CHUNK ? align_up(size, META_CHUNK) : META_CHUNK;
     size_t mapped;
     void *base;
+#if LITHE_SECURE
+    /* Hardened build: a PROT_NONE guard page on each side of a metadata
+     * chunk, so a linear overflow from a neighbouring mapping (a large or
+     * xlarge object) faults before it reaches descriptors or heaps. */
+    size_t guard = os_page_size();
+    char *g = os_map(chunk + 2 * guard, 0, &mapped, &base);
+    if (!g) return NULL;
+    os_decommit(g, guard);
+    os_decommit(g + guard + chunk, guard);
+    char *p = g + guard;
+    mapped = chunk;
+#else
     char *p = os_map(chunk, 0, &mapped, &base);
     if (!p) return NULL;
+#endif
     atomic_fetch_add_explicit(&os_stats.metadata, mapped, memory_order_relaxed);
     meta_cur = p;
     meta_end = p + mapped;

@@ -34,6 +34,34 @@ void span_init_small(span_t *s, unsigned cls) {
   lt_assert_cmp((uint64_t)s->capacity, <, (uint64_t)1 << (64 - TF_COUNT_SHIFT));
 }
 
+#if LITHE_SECURE
+uintptr_t lithe_link_secret; /* set once by process_init (init.c) */
+
+static size_t gcd(size_t a, size_t b) {
+  while (b) { size_t t = a % b; a = b; b = t; }
+  return a;
+}
+
+/* xorshift per thread, seeded from the secret and the thread's address */
+static uint64_t secure_random(void) {
+  static __thread uint64_t x __attribute__((tls_model("initial-exec")));
+  if (!x) x = (lithe_link_secret ^ (uintptr_t)&x) | 1;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return x;
+}
+
+/* A popped block's link decodes to noise: report the block (its link word
+ * was overwritten while it was free) and, if the report returns
+ * (LITHE_ON_ERROR=ignore), drop the rest of the list rather than follow it. */
+block_t *lithe_link_corrupt(block_t *b) {
+  lithe_report("malloc", b, "free list corrupted: this free block's link was overwritten "
+                            "(a write after free, or an overflow from the block before it)");
+  return NULL;
+}
+#endif
+
 /* Carve the next slice of never-used blocks onto the free list. */
 bool span_extend(span_t *s) {
   size_t size = s->block_size;
@@ -46,12 +74,33 @@ bool span_extend(span_t *s) {
   block_t *head = s->free;
   uintptr_t key = lithe_free_key; /* carved blocks count as free: a free()
                                      of one is caught like a double free */
+#if LITHE_SECURE
+  /* Hardened build: the slice is linked in a random order, so the address
+   * of the next block handed out cannot be predicted from the last one:
+   * blocks (r + k * step) mod n, step coprime with n. */
+  size_t r = 0, step = 1;
+  if (n > 1) {
+    uint64_t x = secure_random();
+    r = (size_t)(x % n);
+    step = 1 + (size_t)((x >> 32) % (n - 1));
+    while (gcd(step, n) != 1) step--;
+  }
+  for (size_t k = 0, idx = r; k < n; k++) { /* idx = (r + k * step) mod n */
+    block_t *b = (block_t *)(p + idx * size);
+    block_set_next(b, head);
+    b->key = key;
+    head = b;
+    idx += step;
+    if (idx >= n) idx -= n;
+  }
+#else
   for (size_t i = n; i-- > 0;) {
     block_t *b = (block_t *)(p + i * size);
-    b->next = head;
+    block_set_next(b, head);
     b->key = key;
     head = b;
   }
+#endif
   s->free = head;
   s->nfree += (uint32_t)n;
   span_set_bump(s, p + n * size);
@@ -74,8 +123,8 @@ uint32_t span_collect_remote(span_t *s) {
   lt_assert_block(s, list);
   if (s->free) { /* rare: the malloc slow path collects only when empty */
     block_t *tail = list;
-    while (tail->next) tail = tail->next;
-    tail->next = s->free;
+    while (block_next(tail)) tail = block_next(tail);
+    block_set_next(tail, s->free);
   }
   s->free = list;
   s->nfree += n;
@@ -88,7 +137,7 @@ static bool list_has(span_t *s, block_t *list, block_t *b) {
   for (uint32_t i = 0; list && i <= s->capacity; i++) {
     if (list == b) return true;
     if ((char *)list < s->start || (char *)list >= s->bump_end) return false;
-    list = list->next;
+    list = block_next(list);
   }
   return false;
 }

@@ -1,0 +1,128 @@
+/* secure CASE (links build/liblithe-secure.so): what the hardened build
+ * catches.  Each case runs in a child, which must print lithe's report
+ * naming the operation, the block's exact address and the kind, and die of
+ * SIGABRT, before the corrupted state can be used:
+ *   overflow    a write 8 bytes past a block's end, into the link of the
+ *               freed block after it; the malloc that pops that block finds
+ *               its link decodes outside the span
+ *   uaf_link    a freed block's link overwritten through a stale pointer
+ *               (with the address of a fake block on the stack)
+ *   double_free a block freed, handed out again, freed through the stale
+ *               pointer, then freed by its new owner: "double free"
+ *   random      not a misuse: fresh spans hand blocks out in a random
+ *               order (processes started anew get different sequences) */
+#include "testutil.h"
+
+static void *volatile sink;
+
+typedef struct { const char *name, *op, *kind; } scase;
+static const scase cases[] = {
+    {"overflow", "malloc", "free list corrupted"},
+    {"uaf_link", "malloc", "free list corrupted"},
+    {"double_free", "free", "double free"},
+};
+
+static void announce(const void *p) {
+  printf("ADDR %p\n", p);
+  fflush(stdout);
+}
+
+static void run_case(void *arg) {
+  const char *name = arg;
+  if (strcmp(name, "overflow") == 0) {
+    /* two neighbours: b right after a */
+    enum { N = 256 };
+    static char *p[N];
+    char *a = NULL, *b = NULL;
+    for (int i = 0; i < N; i++) p[i] = malloc(32);
+    for (int i = 0; i < N && !a; i++)
+      for (int j = 0; j < N; j++)
+        if (p[j] == p[i] + 32) { a = p[i]; b = p[j]; break; }
+    CHECK(a && b);
+    free(b);
+    announce(b);
+    memset(a, 'A', 32 + 8); /* 8 bytes too many: b's link */
+    sink = malloc(32);      /* pops b: its link is garbage */
+    sink = malloc(32);
+  } else if (strcmp(name, "uaf_link") == 0) {
+    char *p = malloc(48);
+    free(p);
+    announce(p);
+    static char fake[64] __attribute__((aligned(16)));
+    char *f = fake;
+    memcpy(p, &f, sizeof f); /* the stale write: point the list at `fake` */
+    sink = malloc(48);       /* pops p */
+    sink = malloc(48);       /* would hand out `fake` */
+  } else if (strcmp(name, "double_free") == 0) {
+    char *p = malloc(64);
+    free(p);
+    char *q = malloc(64);
+    CHECK(q == p); /* the same block, handed out again */
+    free(p);       /* the stale pointer frees q's block */
+    announce(q);
+    free(q);       /* the new owner frees it: already free */
+  }
+  printf("SURVIVED\n");
+}
+
+/* 32 blocks of a fresh class: their order, as a fingerprint */
+static void order(void *arg) {
+  (void)arg;
+  char *first = malloc(208);
+  uint64_t h = 0;
+  for (int i = 0; i < 32; i++) {
+    char *p = malloc(208);
+    h = h * 31 + (uint64_t)((p - first) / 208 + 64);
+  }
+  printf("ORDER %" PRIu64 "\n", h);
+}
+
+int main(int argc, char **argv) {
+  tu_require_lithe();
+  CHECK(argc > 1);
+  tu_child r;
+  char how[64];
+  if (strcmp(argv[1], "order") == 0) {
+    order(NULL);
+    return 0;
+  }
+  if (strcmp(argv[1], "random") == 0) {
+    uint64_t seen[4];
+    int distinct = 0;
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    CHECK(len > 0);
+    self[len] = 0;
+    char *args[] = {self, (char *)"order", NULL};
+    for (int k = 0; k < 4; k++) { /* exec'd: a fork would inherit the secret */
+      CHECK(tu_run_exec(&r, args, NULL, 30) == 0);
+      const char *o = strstr(r.out, "ORDER ");
+      CHECKF(o && sscanf(o, "ORDER %" SCNu64, &seen[k]) == 1, "no order printed: %s%s", r.out, r.err);
+      int dup = 0;
+      for (int j = 0; j < k; j++) dup |= seen[j] == seen[k];
+      distinct += !dup;
+    }
+    printf("4 processes, %d distinct carve orders\n", distinct);
+    CHECKF(distinct >= 2, "every process carved in the same order: not randomised");
+    return 0;
+  }
+  const scase *c = NULL;
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    if (strcmp(cases[i].name, argv[1]) == 0) c = &cases[i];
+  CHECKF(c, "unknown case %s", argv[1]);
+  CHECK(tu_run_fn(&r, run_case, (void *)c->name, 30) == 0);
+  tu_describe(&r, how, sizeof how);
+  printf("child: %s\nstdout: %sstderr: %s", how, r.out, r.err);
+  void *addr = NULL;
+  const char *a = strstr(r.out, "ADDR ");
+  CHECKF(a && sscanf(a, "ADDR %p", &addr) == 1, "child printed no address");
+  CHECKF(!strstr(r.out, "SURVIVED"), "the corruption went unnoticed");
+  CHECKF(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGABRT, "child: %s, want SIGABRT", how);
+  char want[64];
+  snprintf(want, sizeof want, "lithe: %s(", c->op);
+  CHECKF(strstr(r.err, want), "no \"%s\" report", want);
+  CHECKF(tu_has_hex(r.err, (uintptr_t)addr), "the report does not name %p", addr);
+  CHECKF(strstr(r.err, c->kind), "the report does not say \"%s\"", c->kind);
+  printf("ok: %s caught at %p\n", c->name, addr);
+  return 0;
+}
