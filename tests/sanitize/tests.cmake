@@ -18,28 +18,27 @@ lithe_add_test(sizeclass_table SOURCES sanitize/sizeclass_table.c LINK static TI
                ARGS ${PROJECT_SOURCE_DIR}/src/sizeclass.c)
 target_include_directories(test-sizeclass_table PRIVATE ${PROJECT_SOURCE_DIR}/src)
 
+# a test program linked with one of lithe's shared libraries
+function(lithe_shared_exe target src lib)
+  add_executable(${target} ${src})
+  set_target_properties(${target} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  target_include_directories(${target} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
+    ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/tools)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -fno-builtin)
+  target_compile_definitions(${target} PRIVATE HAVE_LITHE=1 LITHE_SHARED=1)
+  target_link_libraries(${target} PRIVATE ${lib} Threads::Threads ${CMAKE_DL_LIBS})
+endfunction()
+
 # ---- the hardened build (build/liblithe-secure.so) catches ... --------------
 if(TARGET lithe-secure)
-  add_executable(test-secure sanitize/secure.c)
-  set_target_properties(test-secure PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
-  target_include_directories(test-secure PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
-    ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/tools)
-  target_compile_options(test-secure PRIVATE -Wall -Wextra -fno-builtin)
-  target_compile_definitions(test-secure PRIVATE HAVE_LITHE=1 LITHE_SHARED=1)
-  target_link_libraries(test-secure PRIVATE lithe-secure Threads::Threads ${CMAKE_DL_LIBS})
+  lithe_shared_exe(test-secure sanitize/secure.c lithe-secure)
   foreach(c overflow uaf_link double_free random)
     lithe_add_test(secure_${c} TARGET test-secure ARGS ${c} TIMEOUT 60)
   endforeach()
 endif()
 
 # ---- make soak: a long run, not a CTest test ---------------------------------
-add_executable(lithe-soak sanitize/soak.c)
-set_target_properties(lithe-soak PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
-target_include_directories(lithe-soak PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
-  ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/tools)
-target_compile_options(lithe-soak PRIVATE -Wall -Wextra -fno-builtin)
-target_compile_definitions(lithe-soak PRIVATE HAVE_LITHE=1 LITHE_SHARED=1)
-target_link_libraries(lithe-soak PRIVATE lithe Threads::Threads ${CMAKE_DL_LIBS})
+lithe_shared_exe(lithe-soak sanitize/soak.c lithe)
 
 # ---- sanitizers: lithe's sources built with clang, tests through lithe_ ----
 # Like tests/fuzz: every src/*.c compiled by clang with the sanitizer;
