@@ -303,7 +303,11 @@ static void build_jobs(results *r, const list_opts *o) {
       }
     }
   }
-  job *j = new_job(r, "startup", JOB_STARTUP, "bench-startup", o);
+  /* large-object churn (1-32 MiB, zero-filled): the MallocBench figures */
+  job *j = new_job(r, "bigchurn", JOB_MALLOCBENCH, "bench-bigchurn", o);
+  if (o->quick) arg(j, "--quick");
+
+  j = new_job(r, "startup", JOB_STARTUP, "bench-startup", o);
   arg(j, "--format=gobench");
   if (o->quick) arg(j, "--quick");
   else j->runs = o->runs * STARTUP_FACTOR;
