@@ -306,6 +306,9 @@ static void build_jobs(results *r, const list_opts *o) {
   /* large-object churn (1-32 MiB, zero-filled): the MallocBench figures */
   job *j = new_job(r, "bigchurn", JOB_MALLOCBENCH, "bench-bigchurn", o);
   if (o->quick) arg(j, "--quick");
+  /* 4 threads, random small sizes, 1 op in 4 freed by another thread */
+  j = new_job(r, "mtrandom", JOB_MALLOCBENCH, "bench-mtrandom", o);
+  if (o->quick) arg(j, "--quick");
 
   j = new_job(r, "startup", JOB_STARTUP, "bench-startup", o);
   arg(j, "--format=gobench");

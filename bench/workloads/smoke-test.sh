@@ -66,5 +66,6 @@ check "commit" "^Benchmarkcommit 1 -?[0-9]+ vmdata-kB -?[0-9]+ rss-kB" "$BUILD/b
 check "fastpath" "^Benchmarkfastpath_remote_32768 [0-9]+ $num ns/op\$" "$BUILD/bench-fastpath" --quick --runs 1 --n 10000
 check "cgloop" "" "$BUILD/bench-cgloop" b 1000
 check "bigchurn" "^Benchmarkbigchurn 1 [0-9]+ ns/op [0-9]+ peak-kB [0-9]+ end-kB [0-9]+ faults$" "$BUILD/bench-bigchurn" --quick --max 4
+check "mtrandom" "^Benchmarkmtrandom 1 [0-9]+ ns/op [0-9]+ peak-kB [0-9]+ end-kB [0-9]+ faults$" "$BUILD/bench-mtrandom" --quick --threads 2
 check "cgloop size" "" "$BUILD/bench-cgloop" b 1000 4096
 exit $fail
