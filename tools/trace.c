@@ -11,8 +11,8 @@
  *    direct-mapped shadow (one word per 8-byte granule) that the allocating
  *    thread writes and the freeing thread reads and clears; a cross-thread
  *    free finds the owner (thread, seq) there, its happens-after dependency.
- *    A full buffer is appended to a spool file (`<path>.spool.<pid>`) under a
- *    short mutex: one write() of 128 KiB.
+ *    A full buffer takes its place in a spool file (`<path>.spool.<pid>`)
+ *    with one fetch_add and is written there with one pwrite() of 128 KiB.
  *  - pthread_create records thread_start on the creating thread and gives
  *    the child its id; a thread's pthread_key destructor records thread_exit.
  *  - At exit (library destructor) recording stops, every thread buffer is
@@ -157,7 +157,10 @@ static bool g_fence_each; /* no membarrier: every record pays a full fence */
 static atomic_uint g_ntid;
 static pid_t g_pid;
 static int g_spool_fd = -1;
-static pthread_mutex_t g_spool_mtx = PTHREAD_MUTEX_INITIALIZER;
+/* bytes of the spool handed out: a full buffer takes its place with one
+   fetch_add (once per 4096 records) and is written there with pwrite, so no
+   lock is held while the kernel copies it */
+static atomic_uint_fast64_t g_spool_off;
 static pthread_mutex_t g_reg_mtx = PTHREAD_MUTEX_INITIALIZER;
 static struct tstate *g_threads;
 static pthread_key_t g_key;
@@ -187,9 +190,14 @@ static void write_all(int fd, const void *p, size_t n) {
 
 static void flush_ts(struct tstate *t) {
   if (!t->n) return;
-  pthread_mutex_lock(&g_spool_mtx);
-  write_all(g_spool_fd, t->buf, (size_t)t->n * sizeof(struct rawrec));
-  pthread_mutex_unlock(&g_spool_mtx);
+  size_t n = (size_t)t->n * sizeof(struct rawrec);
+  uint64_t off = atomic_fetch_add_explicit(&g_spool_off, n, memory_order_relaxed);
+  const char *b = (const char *)t->buf;
+  while (n) {
+    ssize_t w = pwrite(g_spool_fd, b, n, (off_t)off);
+    if (w < 0) { if (errno == EINTR) continue; break; }
+    b += w; n -= (size_t)w; off += (uint64_t)w;
+  }
   t->n = 0;
 }
 
@@ -696,7 +704,10 @@ static void trace_finish(void) {
   atomic_store(&g_recording, false);
 
   off_t bytes = lseek(g_spool_fd, 0, SEEK_END);
-  if (bytes < 0) { say("spool file lost (the program closed its descriptor?): ", g_spool_path); return; }
+  if (bytes < 0 || (uint64_t)bytes != atomic_load(&g_spool_off)) {
+    say("spool file lost or short (the program closed its descriptor?): ", g_spool_path);
+    return;
+  }
   size_t nraw = (size_t)bytes / sizeof(struct rawrec);
   if (nraw >= UINT32_MAX) { say("too many records (over 4 billion) for ", g_out_path); return; }
   struct merge M, *m = &M;
