@@ -20,6 +20,9 @@
  *    the slot's generation number is published with a release store and
  *    awaited with acquire loads). Waits always point to an earlier record, so the replay
  *    cannot deadlock. --serial replays every record on one thread in order.
+ *  - Thread lifetimes (version 2): a thread with a thread_start record is
+ *    created by its creator's replay thread at that record and exits after
+ *    its thread_exit record; threads without one run for the whole replay.
  *  - Memory touching: like MallocBench's interpreter, every byte an
  *    allocation hands out is written once (memset) right after the call;
  *    realloc writes only the bytes it added beyond the old size.
