@@ -143,6 +143,12 @@ bool os_purge(void *p, size_t size) {
   return rc == 0 && start == (char *)p && end == (char *)p + size;
 }
 
+/* A new read/write mapping is reserved and committed at once. */
+static void count_mapped_rw(size_t size) {
+  atomic_fetch_add_explicit(&os_stats.reserved, size, memory_order_relaxed);
+  atomic_fetch_add_explicit(&os_stats.committed, size, memory_order_relaxed);
+}
+
 /* A read/write mapping of its own (xlarge objects).  No MAP_NORESERVE:
  * the kernel's overcommit check refuses absurd sizes, which become ENOMEM. */
 void *os_map(size_t size, size_t align, size_t *mapped, void **base) {
@@ -167,8 +173,7 @@ void *os_map(size_t size, size_t align, size_t *mapped, void **base) {
   }
   *mapped = size;
   *base = p;
-  atomic_fetch_add_explicit(&os_stats.reserved, size, memory_order_relaxed);
-  atomic_fetch_add_explicit(&os_stats.committed, size, memory_order_relaxed);
+  count_mapped_rw(size);
   return p;
 }
 
@@ -185,8 +190,7 @@ void *os_map_at(void *at, size_t size) {
     munmap(p, size);
     return NULL;
   }
-  atomic_fetch_add_explicit(&os_stats.reserved, size, memory_order_relaxed);
-  atomic_fetch_add_explicit(&os_stats.committed, size, memory_order_relaxed);
+  count_mapped_rw(size);
   return p;
 }
 

@@ -20,14 +20,7 @@
 
 static void child(void *arg) {
   (void)arg;
-  long data_kb = tu_status_kb("VmData");
-  if (data_kb <= 0) _exit(3);
-  struct rlimit rl;
-  getrlimit(RLIMIT_DATA, &rl);
-  rl.rlim_cur = (rlim_t)data_kb * 1024 + 48 * MIB;
-  if (setrlimit(RLIMIT_DATA, &rl) != 0) _exit(4);
-  void *probe = mmap(NULL, 64 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (probe != MAP_FAILED) _exit(77); /* RLIMIT_DATA not enforced here */
+  tu_limit_data_or_skip(48 * MIB);
   errno = 0;
   char *p = memalign(256 * MIB, 32 * MIB);
   int err = errno;
@@ -43,17 +36,9 @@ static void child(void *arg) {
 
 int main(void) {
   tu_require_lithe();
-  tu_child r;
-  CHECK(tu_run_fn(&r, child, NULL, 60) == 0);
-  char how[64];
-  tu_describe(&r, how, sizeof how);
-  printf("child: %s\n%s", how, r.out);
-  if (r.errlen) printf("child stderr:\n%s", r.err);
-  if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == 77) {
-    printf("SKIP: this kernel does not enforce RLIMIT_DATA\n");
-    return 77;
-  }
+  static tu_child r;
+  if (tu_run_fn_skipped(&r, child, NULL, 60, "this kernel does not enforce RLIMIT_DATA")) return 77;
   CHECKF(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
-         "child %s (5: memalign failed, 6: misaligned)", how);
+         "child status 0x%x (5: memalign failed, 6: misaligned)", r.status);
   return 0;
 }

@@ -33,19 +33,14 @@ static void child(void *arg) {
   /* The guard fails with EEXIST if something is there already: fine too. */
   mmap(p + usable, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 
-  long data_kb = tu_status_kb("VmData");
-  if (data_kb <= 0) _exit(3);
-  struct rlimit rl;
-  getrlimit(RLIMIT_DATA, &rl);
-  rl.rlim_cur = (rlim_t)data_kb * 1024 + (NEW - usable) + 16 * 1024;
-  if (setrlimit(RLIMIT_DATA, &rl) != 0) _exit(4);
-  void *probe = mmap(NULL, NEW, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (probe != MAP_FAILED) _exit(77); /* RLIMIT_DATA not enforced here */
+  tu_limit_data_or_skip((NEW - usable) + 16 * 1024);
 
   errno = 0;
   char *q = realloc(p, NEW);
   int err = errno;
-  rl.rlim_cur = RLIM_INFINITY;
+  struct rlimit rl;
+  getrlimit(RLIMIT_DATA, &rl);
+  rl.rlim_cur = rl.rlim_max;
   setrlimit(RLIMIT_DATA, &rl);
   if (q == NULL) {
     long bad = tu_check(p, OLD, seed);
@@ -64,17 +59,9 @@ static void child(void *arg) {
 
 int main(void) {
   tu_require_lithe();
-  tu_child r;
-  CHECK(tu_run_fn(&r, child, NULL, 60) == 0);
-  char how[64];
-  tu_describe(&r, how, sizeof how);
-  printf("child: %s\n%s", how, r.out);
-  if (r.errlen) printf("child stderr:\n%s", r.err);
-  if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == 77) {
-    printf("SKIP: this kernel does not enforce RLIMIT_DATA\n");
-    return 77;
-  }
-  CHECKF(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "child %s", how);
+  static tu_child r;
+  if (tu_run_fn_skipped(&r, child, NULL, 60, "this kernel does not enforce RLIMIT_DATA")) return 77;
+  CHECKF(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "child status 0x%x", r.status);
   CHECKF(!strstr(r.err, "lithe:"), "lithe reported: %s", r.err);
   return 0;
 }

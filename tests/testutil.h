@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/types.h>
@@ -321,6 +322,36 @@ static inline int tu_run_fn(tu_child *r, void (*fn)(void *), void *arg, int time
     _exit(0);
   }
   tu__collect(r, pid, op[0], ep[0], timeout_s);
+  return 0;
+}
+
+/* In a child: RLIMIT_DATA (soft) := the data size now + allowance bytes.
+ * Exits 77 when the kernel does not enforce it (a read/write mapping of
+ * allowance + 1 MiB succeeds), 4 when it cannot be set. */
+static inline void tu_limit_data_or_skip(size_t allowance) {
+  long data_kb = tu_status_kb("VmData");
+  struct rlimit rl;
+  if (data_kb <= 0 || getrlimit(RLIMIT_DATA, &rl) != 0) _exit(4);
+  rl.rlim_cur = (rlim_t)data_kb * 1024 + allowance;
+  if (setrlimit(RLIMIT_DATA, &rl) != 0) _exit(4);
+  void *probe = mmap(NULL, allowance + (1 << 20), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (probe != MAP_FAILED) _exit(77);
+}
+
+/* Runs fn in a child (tu_run_fn) and prints its status and output; 1 when
+ * it exited 77 (the test then reports itself skipped, saying why). */
+static inline int tu_run_fn_skipped(tu_child *r, void (*fn)(void *), void *arg, int timeout_s,
+                                    const char *why_skip) {
+  CHECK(tu_run_fn(r, fn, arg, timeout_s) == 0);
+  char how[64];
+  tu_describe(r, how, sizeof how);
+  printf("child: %s\n%s", how, r->out);
+  if (r->errlen) printf("child stderr:\n%s", r->err);
+  if (WIFEXITED(r->status) && WEXITSTATUS(r->status) == 77) {
+    printf("SKIP: %s\n", why_skip);
+    return 1;
+  }
   return 0;
 }
 
