@@ -42,6 +42,8 @@ bool pagemap_ensure(const void *p, size_t size) {
       uint64_t *bits = meta_alloc(PIECES_PER_L2 / 8);
       if (!bits) { ok = false; break; }
       l2 = os_reserve_readonly(L2_COUNT * sizeof(span_t *));
+      /* once more before going sparse for good: a refusal may be passing */
+      if (!l2) l2 = os_reserve_readonly(L2_COUNT * sizeof(span_t *));
       if (!l2) {
         /* sparse: this piece anywhere; the level is placed around it */
         char *first = os_map_at(NULL, L2_PIECE);
