@@ -212,26 +212,25 @@ void os_unmap(void *p, size_t size) {
   atomic_fetch_sub_explicit(&os_stats.committed, size, memory_order_relaxed);
 }
 
-/* Resize an os_map mapping where it is (page tables, no copy); NULL when
- * the pages after it are taken or the kernel refuses. */
-void *os_resize(void *p, size_t old_size, size_t new_size) {
+static void *remap(void *p, size_t old_size, size_t new_size, int flags) {
   count_call();
-  void *q = mremap(p, old_size, new_size, 0);
+  void *q = mremap(p, old_size, new_size, flags);
   if (q == MAP_FAILED) return NULL;
   atomic_fetch_add_explicit(&os_stats.reserved, new_size - old_size, memory_order_relaxed);
   atomic_fetch_add_explicit(&os_stats.committed, new_size - old_size, memory_order_relaxed);
   return q;
 }
 
+/* Resize an os_map mapping where it is (page tables, no copy); NULL when
+ * the pages after it are taken or the kernel refuses. */
+void *os_resize(void *p, size_t old_size, size_t new_size) {
+  return remap(p, old_size, new_size, 0);
+}
+
 /* Resize an os_map mapping, moving it where the kernel likes if it must
  * (page tables move, no copy); NULL if refused, the old one intact. */
 void *os_remap(void *p, size_t old_size, size_t new_size) {
-  count_call();
-  void *q = mremap(p, old_size, new_size, MREMAP_MAYMOVE);
-  if (q == MAP_FAILED) return NULL;
-  atomic_fetch_add_explicit(&os_stats.reserved, new_size - old_size, memory_order_relaxed);
-  atomic_fetch_add_explicit(&os_stats.committed, new_size - old_size, memory_order_relaxed);
-  return q;
+  return remap(p, old_size, new_size, MREMAP_MAYMOVE);
 }
 
 /* Move an os_map mapping onto `dest`, a reservation of new_size bytes the
