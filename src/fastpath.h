@@ -29,7 +29,7 @@ static inline void *malloc_inline(size_t n) {
       lt_assert_block(pagemap_lookup(b), b); /* a corrupted bin stops here (Debug) */
       /* heap profiling: one subtract and one compare (prof.c); b != NULL
        * proves h is this thread's own heap, not the shared empty one */
-      if (prof_due(h, n)) return prof_malloc(h, n); /* a tail jump */
+      if (prof_due(h, n)) return prof_malloc(n, h); /* a tail jump; n stays in its register */
       h->bin[c] = block_pop_next(b);
       h->bin_room[c]++;
       b->next = NULL; /* a block handed out holds no heap address */

@@ -473,7 +473,7 @@ oom:
 
 void *heap_malloc_generic(heap_t *h, size_t size) {
   if (unlikely(h == &lithe_empty_heap)) lithe_process_init(); /* size_class needs it */
-  else if (prof_due(h, size)) return prof_malloc(h, size);
+  else if (prof_due(h, size)) return prof_malloc(size, h);
   if (size <= SMALL_MAX) return heap_malloc_class(h, size_class(size));
   if (h != &lithe_empty_heap) heap_decay(h);
   return large_alloc(size, 0);

@@ -491,7 +491,7 @@ bool prof_tick_slow(heap_t *h) INTERNAL;   /* prof_left < 0: sample now? */
 intptr_t prof_heap_start(void) INTERNAL;  /* a new heap's prof_left */
 void *prof_alloc(size_t n, size_t align, bool zero) INTERNAL; /* a sampled allocation */
 void prof_free(span_t *s) INTERNAL;        /* s->prof != NULL */
-void *prof_malloc(heap_t *h, size_t n) INTERNAL; /* prof_due: sample, or allocate as usual */
+void *prof_malloc(size_t n, heap_t *h) INTERNAL; /* prof_due: sample, or allocate as usual */
 /* The hook every allocation passes: one subtract and one compare; true
  * when the sampling interval ran out (prof_tick_slow decides whether to
  * sample).  h must be a thread's own heap. */

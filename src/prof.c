@@ -138,7 +138,7 @@ intptr_t prof_heap_start(void) {
   return prof_mode == PROF_SAMPLE ? next_interval() : prof_mode == PROF_LEAKS ? -1 : INTPTR_MAX;
 }
 
-void *prof_malloc(heap_t *h, size_t n) {
+void *prof_malloc(size_t n, heap_t *h) {
   if (prof_tick_slow(h)) return prof_alloc(n, 0, false);
   return n <= SMALL_MAX ? heap_malloc_class(h, size_class(n)) : large_alloc(n, 0);
 }
