@@ -75,7 +75,12 @@ typedef struct {
   _Atomic uint64_t val; /* bucket offset / 8 (bits 0..23) | size << 24 */
 } leak_entry_t;
 
-int prof_mode;
+/* -DLITHE_PROF_DEFAULT=1 builds a library that profiles unless told
+ * LITHE_PROF=0 (how the benchmark compares profiling on and off) */
+#ifndef LITHE_PROF_DEFAULT
+#define LITHE_PROF_DEFAULT PROF_OFF
+#endif
+int prof_mode = LITHE_PROF_DEFAULT;
 static size_t prof_rate = 512 * KiB; /* as jemalloc's lg_prof_sample 19 and Go */
 static const char *prof_prefix = "lithe";
 static bool prof_peak;
@@ -491,8 +496,8 @@ static void leak_report(void) {
  * write profiles where its caller says */
 void prof_init(void) {
   const char *v;
+  if ((v = secure_getenv("LITHE_PROF")) != NULL) prof_mode = v[0] == '1' ? PROF_SAMPLE : PROF_OFF;
   if ((v = secure_getenv("LITHE_LEAKS")) != NULL && v[0] == '1') prof_mode = PROF_LEAKS;
-  else if ((v = secure_getenv("LITHE_PROF")) != NULL && v[0] == '1') prof_mode = PROF_SAMPLE;
   if (prof_mode == PROF_OFF) return;
   if ((v = secure_getenv("LITHE_PROF_SAMPLE")) != NULL) {
     size_t n = options_parse_size(v);

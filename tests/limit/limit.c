@@ -1,12 +1,6 @@
 /* limit — the memory limit (src/limit.c).
  *
- *   test-limit cycle MB     12 phases, each allocating a 48 MiB working set
- *                           of one size (24 KiB .. 3 MiB, small, large and
- *                           xlarge), touching it, then freeing all but every
- *                           16th block (kept one phase more, so free runs stay
- *                           split); VmRSS sampled after every 4 MiB.  With
- *                           MB > 0 the peak must stay <= MB (run it with
- *                           LITHE_MEMORY_LIMIT=MBm); prints time and peak.
+ * (The soft limit's test, limit_cycle, runs bench-limitcycle.)
  *   test-limit hard MB      (LITHE_MEMORY_LIMIT_HARD=1) 1 MiB blocks, then
  *                           100-byte blocks, until malloc returns NULL: errno
  *                           is ENOMEM, what was allocated is <= MB and >= MB/2;
@@ -25,50 +19,6 @@
 #include <sys/stat.h>
 
 #define MIB ((size_t)1 << 20)
-#define WS (48 * MIB)
-
-static long peak_kb, peak_held_kb;
-static void sample(void) {
-  long kb = tu_status_kb("VmRSS");
-  if (kb > peak_kb) {
-    lithe_stats_t st;
-    lithe_stats_get(&st);
-    peak_kb = kb;
-    peak_held_kb = (long)((st.committed - st.purged) >> 10); /* lithe's view then */
-  }
-}
-
-static int cycle(long limit_mb) {
-  static const size_t sizes[] = {24 << 10, 200 << 10, 3 << 20, 40 << 10, 1 << 20, (16 << 20) + (8 << 10)};
-  enum { MAXB = (48 << 20) / (24 << 10) + 16 };
-  static void *cur[MAXB], *pinned[MAXB];
-  size_t npinned = 0;
-  double t0 = tu_now();
-  for (int phase = 0; phase < 12; phase++) {
-    size_t sz = sizes[phase % 6], n = 0, since = 0;
-    for (size_t total = 0; total < WS; total += sz) {
-      cur[n] = malloc(sz);
-      CHECKF(cur[n] != NULL, "phase %d: malloc(%zu) failed", phase, sz);
-      memset(cur[n], phase + 1, sz);
-      n++;
-      if ((since += sz) >= 4 * MIB) { sample(); since = 0; }
-    }
-    sample();
-    for (size_t i = 0; i < npinned; i++) free(pinned[i]);
-    npinned = 0;
-    for (size_t i = 0; i < n; i++) {
-      if (i % 16 == 0) pinned[npinned++] = cur[i];
-      else free(cur[i]);
-    }
-    sample();
-  }
-  for (size_t i = 0; i < npinned; i++) free(pinned[i]);
-  double secs = tu_now() - t0;
-  printf("cycle: 12 phases of a 48 MiB working set in %.3f s, peak VmRSS %ld kB (%.1f MiB; lithe's committed - purged "
-         "then %ld kB), limit %ld MiB\n", secs, peak_kb, peak_kb / 1024.0, peak_held_kb, limit_mb);
-  if (limit_mb > 0) CHECKF(peak_kb <= limit_mb * 1024, "peak VmRSS %ld kB over the %ld MiB limit", peak_kb, limit_mb);
-  return 0;
-}
 
 static int hard(long limit_mb) {
   enum { MAX = 1 << 20 };
@@ -185,9 +135,8 @@ static int cgroup(const char *self, const char *version) {
 
 int main(int argc, char **argv) {
   tu_require_lithe();
-  if (argc > 2 && strcmp(argv[1], "cycle") == 0) return cycle(atol(argv[2]));
   if (argc > 2 && strcmp(argv[1], "hard") == 0) return hard(atol(argv[2]));
   if (argc > 2 && strcmp(argv[1], "cgroup") == 0) return cgroup(argv[0], argv[2]);
-  fprintf(stderr, "usage: %s cycle MB | hard MB | cgroup v1|v2\n", argv[0]);
+  fprintf(stderr, "usage: %s hard MB | cgroup v1|v2\n", argv[0]);
   return 2;
 }
