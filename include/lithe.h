@@ -29,6 +29,12 @@
  *                              allocation sites to stderr at exit
  * (every option, with its range and the reason for its default:
  * docs/options.md)
+ * Memory limit (docs/profiling.md):
+ *   LITHE_MEMORY_LIMIT=N[k|m|g] the limit (default: the cgroup's memory.max /
+ *                              memory.limit_in_bytes; 0: none); from 90 % of
+ *                              it freed pages are purged at once
+ *   LITHE_MEMORY_LIMIT_HARD=1  past the limit allocations fail with ENOMEM
+ *   LITHE_CGROUP_ROOT=DIR      where cgroup files are read (/sys/fs/cgroup)
  */
 #ifndef LITHE_H
 #define LITHE_H
