@@ -4,6 +4,9 @@
  *
  * Layers, bottom up, one file each:
  *
+ *   debug.h/.c  checked invariants: lt_assert* and the lock-rank check
+ *               (Debug build only, nothing in Release), the layout's
+ *               _Static_asserts, lithe_verify, fault injection (Debug).
  *   os.c        the only code that calls mmap/mprotect/madvise/munmap.
  *               Memory is reserved (PROT_NONE, free of charge), committed
  *               (read/write, charged) on demand, purged (MADV_DONTNEED).
@@ -21,11 +24,20 @@
  *   heap.c      per-thread heaps (initial-exec TLS): spans per class, the
  *               slow paths, remote-free notification, thread exit
  *               (abandon / adopt), fork.
+ *   limit.c     the memory limit (LITHE_MEMORY_LIMIT or the cgroup's):
+ *               the page heap, heaps and large.c ask it whether to keep
+ *               free memory or give it back at once.
  *   large.c     large objects (page runs, up to 16 MiB) and xlarge ones
- *               (their own mapping, resized with mremap).
+ *               (their own mapping, resized with mremap; freed ones kept
+ *               for the purge delay and reused best-fit).
+ *   userheap.c  first-class heaps (lithe_heap_new / _destroy) on heap.c.
+ *   prof.c      sampled heap profiles (LITHE_PROF) and leak reports
+ *               (LITHE_LEAKS); its hook is one subtract-and-compare in
+ *               fastpath.h.
  *   fastpath.h  the hot path on one screen: small malloc, owner's free.
  *   alloc.c     this file: malloc/free/realloc/... with their C semantics.
- *   stats.c     counters, lithe_stats_get, the report at exit.
+ *   stats.c     counters, lithe_stats_get, the report at exit (text, json).
+ *   introspect.c glibc's mallinfo2/mallinfo/malloc_stats/malloc_info/mallopt.
  *   options.c   LITHE_* options; misuse reports and fatal errors.
  *   override.c  the exported malloc family and C++ operators.
  *   init.c      once-per-process set-up.
