@@ -128,7 +128,11 @@ static span_t *xcache_take(size_t bytes) {
   xcache_unmap_list(others);
   if (best) {
     if (s->map_bytes - bytes > bytes / 8 && os_resize(s->start, s->map_bytes, bytes) == s->start)
-      s->bytes = s->map_bytes = bytes; /* shrunk in place: the tail is unmapped */
+      s->map_bytes = bytes; /* shrunk in place: the tail is unmapped */
+    /* The block is what was asked (malloc_usable_size, free_sized's
+     * check), even in a mapping up to 1/8 bigger; map_bytes stays the
+     * mapping's length for unmap, mremap and the cache. */
+    s->bytes = bytes;
     return s;
   }
   if (xcache_grow(s, bytes)) return s;
