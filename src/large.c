@@ -228,7 +228,10 @@ void *large_realloc(span_t *s, size_t size) {
   }
   if (size <= large_max || s->block_size /* aligned */) return NULL;
   size_t bytes = align_up(size, PAGE_SIZE);
-  if (bytes == s->map_bytes) return s->start;
+  if (bytes == s->map_bytes) { /* a reused mapping may hold more than the block */
+    s->bytes = bytes;
+    return s->start;
+  }
   char *q = os_resize(s->map_base, s->map_bytes, bytes);
   if (!q) {
     /* Move: reserve the destination and make its pagemap entry writable

@@ -31,6 +31,25 @@ int main(void) {
            b, usable, want);
     lithe_free_sized(q, b); /* free_sized: aborted: size does not match the block's */
   }
+  /* realloc up to exactly the mapping's length: the block must grow with
+   * it (fuzz_alloc: "realloc(33449662): usable size 32514048 too small",
+   * after the fix above kept a reused block at the request's size) */
+  {
+    char *p = malloc(40 * MiB);
+    CHECK(p != NULL);
+    free(p);
+    char *q = malloc(36 * MiB);
+    CHECK(q != NULL);
+    memset(q, 7, 36 * MiB);
+    char *r = realloc(q, 40 * MiB);
+    CHECK(r != NULL);
+    size_t usable = malloc_usable_size(r);
+    printf("malloc(36 MiB) in a reused 40 MiB mapping, realloc(40 MiB): usable %zu\n", usable);
+    CHECKF(usable >= 40 * MiB, "realloc(40 MiB): usable %zu", usable);
+    CHECKF(r[0] == 7 && r[36 * MiB - 1] == 7, "contents lost: %d %d", r[0], r[36 * MiB - 1]);
+    memset(r, 8, 40 * MiB);
+    free(r);
+  }
   printf("regress_xlarge_reuse_size: OK\n");
   return 0;
 }
