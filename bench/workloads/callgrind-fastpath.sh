@@ -25,14 +25,8 @@ prog=$BUILD/bench-cgloop
 [ -x "$prog" ] || { echo "callgrind-fastpath: $prog not built" >&2; exit 2; }
 command -v "$VALGRIND" >/dev/null 2>&1 || { echo "# skip: valgrind not installed"; exit 0; }
 
-if [ $# -eq 0 ]; then
-  set -- glibc=none
-  libdir=/usr/lib/x86_64-linux-gnu
-  [ -e $libdir/libjemalloc.so.2 ] && set -- "$@" jemalloc=$libdir/libjemalloc.so.2
-  [ -e $libdir/libmimalloc.so.2 ] && set -- "$@" mimalloc=$libdir/libmimalloc.so.2
-  [ -e $libdir/libtcmalloc_minimal.so.4 ] && set -- "$@" tcmalloc=$libdir/libtcmalloc_minimal.so.4
-  [ -e "$BUILD/liblithe.so" ] && set -- "$@" lithe="$BUILD/liblithe.so"
-fi
+. "$here/allocators.sh"
+[ $# -gt 0 ] || set -- $(default_allocators "$BUILD")
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM

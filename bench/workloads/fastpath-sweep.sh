@@ -24,14 +24,8 @@ SIZES=${SIZES:-"16 32 64 128 256 512 1024 2048 4096 8192 16384 32768"}
 prog=$BUILD/bench-cgloop
 [ -x "$prog" ] || { echo "fastpath-sweep: $prog not built" >&2; exit 2; }
 
-if [ $# -eq 0 ]; then
-  set -- glibc=none
-  libdir=/usr/lib/x86_64-linux-gnu
-  [ -e $libdir/libjemalloc.so.2 ] && set -- "$@" jemalloc=$libdir/libjemalloc.so.2
-  [ -e $libdir/libmimalloc.so.2 ] && set -- "$@" mimalloc=$libdir/libmimalloc.so.2
-  [ -e $libdir/libtcmalloc_minimal.so.4 ] && set -- "$@" tcmalloc=$libdir/libtcmalloc_minimal.so.4
-  [ -e "$BUILD/liblithe.so" ] && set -- "$@" lithe="$BUILD/liblithe.so"
-fi
+. "$here/allocators.sh"
+[ $# -gt 0 ] || set -- $(default_allocators "$BUILD")
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
