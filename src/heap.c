@@ -256,10 +256,22 @@ void heap_key_init(void) {
  * thread has gone.  At most LOST_SCAN heaps are looked at per call (one
  * process_vm_readv each), round robin.  Caller holds heaps_lock. */
 #define LOST_SCAN 16
+/* A scan costs two system calls per heap looked at (getpid and
+ * process_vm_readv): ~80k TSC ticks for 16 heaps, against ~7k for the rest
+ * of a thread's first malloc/free pair (and tcmalloc's whole pair), so a
+ * scan that finds nothing makes the next ones wait: after k empty scans in
+ * a row the next 2^k - 1 heap creations skip it (at most LOST_WAIT_MAX).
+ * Threads that start together then pay for a handful of scans, not one
+ * each; a scan that finds a lost heap resets the wait, so a program that
+ * loses heaps one after another (regress_tsd_last_round) has each found
+ * by the next thread.  A program that loses heaps at the worst rhythm
+ * keeps at most about LOST_WAIT_MAX of them before a scan runs. */
+#define LOST_WAIT_MAX 64
 static heap_t *lost_cursor;
+static unsigned lost_wait, lost_skip;
 static void heap_abandon(heap_t *h);
 
-static heap_t *heap_find_lost(void) {
+static heap_t *heap_find_lost_scan(void) {
   heap_t *h = lost_cursor;
   for (unsigned i = 0; i < LOST_SCAN; i++, h = h->next_all) {
     if (!h && !(h = all_heaps)) return NULL;
@@ -275,6 +287,17 @@ static heap_t *heap_find_lost(void) {
   }
   lost_cursor = h;
   return NULL;
+}
+
+static heap_t *heap_find_lost(void) {
+  if (lost_skip) {
+    lost_skip--;
+    return NULL;
+  }
+  heap_t *h = heap_find_lost_scan();
+  if (h) lost_wait = 0;
+  else lost_skip = lost_wait = lost_wait < LOST_WAIT_MAX / 2 ? lost_wait * 2 + 1 : LOST_WAIT_MAX;
+  return h;
 }
 
 static heap_t *heap_thread_init(void) {
