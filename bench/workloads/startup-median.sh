@@ -4,21 +4,22 @@
 # every allocator runs before process i+1 of any), so load that comes and
 # goes on a shared machine falls on all of them alike.
 #
-#   sh bench/workloads/startup-median.sh [-t T] [-n PROCS] [-b BUILD] [NAME=LIB ...]
+#   sh bench/workloads/startup-median.sh [-t T] [-n PROCS] [-b BUILD] [-s] [NAME=LIB ...]
 #
 # T threads per process (default 2), PROCS processes per allocator
-# (default 45).  Without NAME=LIB words: glibc, the installed Debian peers
+# (default 45); -s: bench-startup --serial (each process's figure is then
+# the median of its threads' own first pairs).  Without NAME=LIB words: glibc, the installed Debian peers
 # and BUILD/liblithe.so (allocators.sh); LIB "none" runs with nothing
 # preloaded.  Prints, per allocator, the median, quartiles and minimum of
 # the ticks from the barrier to the last free, and the median's ratio to
 # the first allocator's (tcmalloc first to compare with it).
 set -eu
 here=$(dirname "$0")
-T=2 N=45 BUILD=build
-while getopts t:n:b: o; do
+T=2 N=45 BUILD=build SERIAL=
+while getopts t:n:b:s o; do
   case $o in
-    t) T=$OPTARG ;; n) N=$OPTARG ;; b) BUILD=$OPTARG ;;
-    *) echo "usage: $0 [-t T] [-n PROCS] [-b BUILD] [NAME=LIB ...]" >&2; exit 2 ;;
+    t) T=$OPTARG ;; n) N=$OPTARG ;; b) BUILD=$OPTARG ;; s) SERIAL=--serial ;;
+    *) echo "usage: $0 [-t T] [-n PROCS] [-b BUILD] [-s] [NAME=LIB ...]" >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -35,12 +36,13 @@ while [ $i -lt "$N" ]; do
   for spec in "$@"; do
     name=${spec%%=*} lib=${spec#*=}
     [ "$lib" = none ] && lib=
-    LD_PRELOAD=$lib "$prog" --threads "$T" --format=gobench |
+    LD_PRELOAD=$lib "$prog" --threads "$T" $SERIAL --format=gobench |
       awk '/^Benchmarkstartup/ {print $3}' >>"$tmp/$name"
   done
   i=$((i + 1))
 done
-echo "# note: bench-startup --threads $T, $N processes per allocator, interleaved; ticks from the barrier to the last free"
+if [ -n "$SERIAL" ]; then what="median of the threads' own first pairs"; else what="from the barrier to the last free"; fi
+echo "# note: bench-startup --threads $T $SERIAL, $N processes per allocator, interleaved; ticks $what"
 printf '%-12s %10s %10s %10s %10s %8s\n' allocator median q1 q3 min ratio
 base=
 for spec in "$@"; do
