@@ -331,6 +331,21 @@ void lithe_report(const char *op, const void *p, const char *what) INTERNAL;
 void lithe_warn(const char *msg, size_t value) INTERNAL;
 void fmt_hex(char *out, uintptr_t v) INTERNAL;
 size_t fmt_dec(char *out, uint64_t v) INTERNAL;
+/* A write(2) buffer on the caller's stack, for everything lithe prints
+ * that is longer than a line (heap profiles, leak and stats reports):
+ * nothing allocates, so it works inside malloc and at exit.  failed: a
+ * write returned an error (the rest was dropped). */
+typedef struct {
+  int fd;
+  bool failed;
+  size_t n;
+  char buf[4096];
+} out_t;
+bool out_write(int fd, const char *s, size_t n) INTERNAL; /* all of it; false on error */
+void out_flush(out_t *o) INTERNAL;
+void out_str(out_t *o, const char *s) INTERNAL;
+void out_dec(out_t *o, uint64_t v, int width) INTERNAL; /* right-aligned in width */
+void out_hex(out_t *o, uintptr_t v) INTERNAL;            /* 0x... */
 
 /* os.c: the only file that calls mmap / mprotect / madvise / munmap */
 size_t os_page_size(void) INTERNAL;

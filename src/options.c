@@ -1,7 +1,9 @@
 /* options.c — options from the environment, and how lithe speaks: misuse
- * reports and fatal errors.  Nothing here allocates: messages are
- * formatted into stack buffers and written with write(2). */
+ * reports, fatal errors and the buffered writer (out_t) the longer
+ * reports use.  Nothing here allocates: messages are formatted into stack
+ * buffers and written with write(2). */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,13 +98,42 @@ size_t fmt_dec(char *out, uint64_t v) {
   return len;
 }
 
-static void write_all(const char *s, size_t n) {
+bool out_write(int fd, const char *s, size_t n) {
   while (n) {
-    ssize_t w = write(STDERR_FILENO, s, n);
-    if (w <= 0) return;
+    ssize_t w = write(fd, s, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
     s += w; n -= (size_t)w;
   }
+  return true;
 }
+
+void out_flush(out_t *o) {
+  if (!out_write(o->fd, o->buf, o->n)) o->failed = true;
+  o->n = 0;
+}
+
+void out_str(out_t *o, const char *s) {
+  for (; *s; s++) {
+    if (o->n == sizeof o->buf) out_flush(o);
+    o->buf[o->n++] = *s;
+  }
+}
+
+void out_dec(out_t *o, uint64_t v, int width) {
+  char num[24];
+  int len = (int)fmt_dec(num, v);
+  while (width-- > len) out_str(o, " ");
+  out_str(o, num);
+}
+
+void out_hex(out_t *o, uintptr_t v) {
+  char num[24];
+  fmt_hex(num, v);
+  out_str(o, num);
+}
+
+static void write_all(const char *s, size_t n) { (void)out_write(STDERR_FILENO, s, n); }
 
 static void cat(char *buf, size_t *len, size_t cap, const char *s) {
   while (*s && *len + 1 < cap) buf[(*len)++] = *s++;

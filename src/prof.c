@@ -287,41 +287,7 @@ static bool block_live(uintptr_t a) {
   return b->key != lithe_free_key || !span_contains_free(s, b);
 }
 
-/* ---- output without malloc --------------------------------------------- */
-
-typedef struct {
-  int fd;
-  size_t n;
-  bool failed;
-  char buf[4096];
-} out_t;
-
-static void out_flush(out_t *o) {
-  for (size_t done = 0; done < o->n;) {
-    ssize_t w = write(o->fd, o->buf + done, o->n - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) { o->failed = true; break; }
-    done += (size_t)w;
-  }
-  o->n = 0;
-}
-static void out_str(out_t *o, const char *s) {
-  for (; *s; s++) {
-    if (o->n == sizeof o->buf) out_flush(o);
-    o->buf[o->n++] = *s;
-  }
-}
-static void out_dec(out_t *o, uint64_t v, int width) {
-  char num[24];
-  int len = (int)fmt_dec(num, v);
-  while (width-- > len) out_str(o, " ");
-  out_str(o, num);
-}
-static void out_hex(out_t *o, uintptr_t v) {
-  char num[24];
-  fmt_hex(num, v);
-  out_str(o, num);
-}
+/* ---- output (out_t, options.c) ---------------------------------------- */
 
 static void copy_maps(out_t *o) {
   int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);

@@ -27,75 +27,47 @@ LITHE_API void lithe_stats_get(lithe_stats_t *out) {
   heaps_stats(&out->heaps_live, &out->heaps_created, &out->spans_small, &out->spans_abandoned);
 }
 
-static void put(int fd, const char *name, size_t v) {
-  char line[96], num[24];
-  size_t n = strlen(name);
-  memcpy(line, name, n);
-  size_t k = fmt_dec(num, v);
-  memcpy(line + n, num, k);
-  line[n + k] = '\n';
-  (void)!write(fd, line, n + k + 1);
+static void put(out_t *o, const char *name, size_t v) {
+  out_str(o, name);
+  out_dec(o, v, 0);
+  out_str(o, "\n");
 }
 
 LITHE_API void lithe_stats_print(int fd) {
   lithe_stats_t st;
   lithe_stats_get(&st);
-  char head[64] = "lithe stats (pid ";
-  size_t n = strlen(head);
-  n += fmt_dec(head + n, (uint64_t)getpid());
-  memcpy(head + n, "):\n", 4);
-  (void)!write(fd, head, n + 3);
-  put(fd, "  reserved bytes       ", st.reserved);
-  put(fd, "  committed bytes      ", st.committed);
-  put(fd, "  purged bytes         ", st.purged);
-  put(fd, "  metadata bytes       ", st.metadata);
-  put(fd, "  arenas               ", st.arenas);
-  put(fd, "  large live           ", st.large_live);
-  put(fd, "  xlarge live          ", st.xlarge_live);
-  put(fd, "  xlarge bytes         ", st.xlarge_bytes);
-  put(fd, "  small spans          ", st.spans_small);
-  put(fd, "  heaps live           ", st.heaps_live);
-  put(fd, "  heaps created        ", st.heaps_created);
-  put(fd, "  spans abandoned      ", st.spans_abandoned);
-  put(fd, "  os calls             ", st.os_calls);
-  put(fd, "  purges               ", st.purges);
+  out_t o = {.fd = fd};
+  out_str(&o, "lithe stats (pid ");
+  out_dec(&o, (uint64_t)getpid(), 0);
+  out_str(&o, "):\n");
+  put(&o, "  reserved bytes       ", st.reserved);
+  put(&o, "  committed bytes      ", st.committed);
+  put(&o, "  purged bytes         ", st.purged);
+  put(&o, "  metadata bytes       ", st.metadata);
+  put(&o, "  arenas               ", st.arenas);
+  put(&o, "  large live           ", st.large_live);
+  put(&o, "  xlarge live          ", st.xlarge_live);
+  put(&o, "  xlarge bytes         ", st.xlarge_bytes);
+  put(&o, "  small spans          ", st.spans_small);
+  put(&o, "  heaps live           ", st.heaps_live);
+  put(&o, "  heaps created        ", st.heaps_created);
+  put(&o, "  spans abandoned      ", st.spans_abandoned);
+  put(&o, "  os calls             ", st.os_calls);
+  put(&o, "  purges               ", st.purges);
+  out_flush(&o);
 }
 
 /* ---- JSON (lithe_stats_print_json, LITHE_SHOW_STATS=json) ----------------
- * Written with write(2) from a stack buffer: nothing allocates, so it is
- * safe at exit and from a signal-free context with lithe half torn down.
+ * Written with write(2) from a stack buffer (out_t): nothing allocates, so
+ * it is safe at exit and from a signal-free context with lithe half torn
+ * down.
  * The fields are documented one by one in docs/stats.md. */
-typedef struct jout_s {
-  int fd;
-  size_t len;
-  char buf[2048];
-} jout_t;
-
-static void j_flush(jout_t *o) {
-  for (size_t off = 0; off < o->len;) {
-    ssize_t w = write(o->fd, o->buf + off, o->len - off);
-    if (w <= 0) break;
-    off += (size_t)w;
-  }
-  o->len = 0;
-}
-static void j_str(jout_t *o, const char *str) {
-  for (; *str; str++) {
-    if (o->len == sizeof o->buf) j_flush(o);
-    o->buf[o->len++] = *str;
-  }
-}
-static void j_num(jout_t *o, size_t v) {
-  char num[24];
-  fmt_dec(num, v);
-  j_str(o, num);
-}
 /* "key": v, with a comma before it unless it is the first of its object */
-static void j_field(jout_t *o, const char *key, size_t v, bool first) {
-  j_str(o, first ? "\"" : ", \"");
-  j_str(o, key);
-  j_str(o, "\": ");
-  j_num(o, v);
+static void j_field(out_t *o, const char *key, size_t v, bool first) {
+  out_str(o, first ? "\"" : ", \"");
+  out_str(o, key);
+  out_str(o, "\": ");
+  out_dec(o, v, 0);
 }
 
 LITHE_API void lithe_stats_print_json(int fd) {
@@ -103,14 +75,12 @@ LITHE_API void lithe_stats_print_json(int fd) {
   heap_walk(&w); /* before the counters: both then describe the same moment */
   lithe_stats_t st;
   lithe_stats_get(&st);
-  jout_t o;
-  o.fd = fd;
-  o.len = 0;
-  j_str(&o, "{\"version\": \"");
-  j_str(&o, lithe_version() + 6); /* past "lithe " */
-  j_str(&o, "\"");
+  out_t o = {.fd = fd};
+  out_str(&o, "{\"version\": \"");
+  out_str(&o, lithe_version() + 6); /* past "lithe " */
+  out_str(&o, "\"");
   j_field(&o, "pid", (size_t)getpid(), false);
-  j_str(&o, ",\n \"totals\": {");
+  out_str(&o, ",\n \"totals\": {");
   j_field(&o, "reserved", st.reserved, true);
   j_field(&o, "committed", st.committed, false);
   j_field(&o, "purged", st.purged, false);
@@ -125,7 +95,7 @@ LITHE_API void lithe_stats_print_json(int fd) {
   j_field(&o, "heaps_created", st.heaps_created, false);
   j_field(&o, "os_calls", st.os_calls, false);
   j_field(&o, "purges", st.purges, false);
-  j_str(&o, "},\n \"pages\": {");
+  out_str(&o, "},\n \"pages\": {");
   j_field(&o, "small_live_bytes", w.small_live_bytes, true);
   j_field(&o, "small_free_bytes", w.small_free_bytes, false);
   j_field(&o, "large_live", w.large_live, false);
@@ -133,12 +103,12 @@ LITHE_API void lithe_stats_print_json(int fd) {
   j_field(&o, "free_runs", w.free_runs, false);
   j_field(&o, "free_bytes", w.free_bytes, false);
   j_field(&o, "free_dirty_bytes", w.free_dirty_bytes, false);
-  j_str(&o, "},\n \"classes\": [");
+  out_str(&o, "},\n \"classes\": [");
   bool first = true;
   for (unsigned c = 1; c < NCLASSES; c++) {
     const class_stats_t *k = &w.cls[c];
     if (!k->spans) continue;
-    j_str(&o, first ? "\n  {" : ",\n  {");
+    out_str(&o, first ? "\n  {" : ",\n  {");
     first = false;
     j_field(&o, "class", c, true);
     j_field(&o, "size", class_size[c], false);
@@ -147,10 +117,10 @@ LITHE_API void lithe_stats_print_json(int fd) {
     j_field(&o, "blocks_live", k->blocks_live, false);
     j_field(&o, "blocks_free", k->blocks_free, false);
     j_field(&o, "bytes_live", k->blocks_live * class_size[c], false);
-    j_str(&o, "}");
+    out_str(&o, "}");
   }
-  j_str(&o, "]}\n");
-  j_flush(&o);
+  out_str(&o, "]}\n");
+  out_flush(&o);
 }
 
 /* The report at exit goes to a copy of stderr taken when the library is
