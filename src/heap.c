@@ -352,15 +352,29 @@ static void span_release(heap_t *h, span_t *s) {
   lt_assert_cmp(s->used, ==, 0u);
   lt_assert(atomic_load_explicit(&s->owner, memory_order_relaxed) == h);
   /* near the memory limit (limit.c) empty spans go straight back */
-  if (h->ncache < HEAP_SPAN_CACHE && !atomic_load_explicit(&limit_pressure, memory_order_relaxed)) {
-    h->cache[h->ncache++] = s;
-    return;
-  }
+  if (!atomic_load_explicit(&limit_pressure, memory_order_relaxed))
+    for (unsigned i = 0; i < HEAP_SPAN_CACHE; i++)
+      if (!atomic_load_explicit(&h->cache[i], memory_order_relaxed)) {
+        /* only the owner fills a slot; others only empty one */
+        atomic_store_explicit(&h->cache[i], s, memory_order_release);
+        return;
+      }
   span_to_pages(s);
 }
 
+/* The cache's slots are emptied by exchange, by the owner (cache_take,
+ * cache_flush) and by a thread under memory pressure (heaps_take_caches),
+ * so each span leaves the cache once. */
+static span_t *cache_grab(heap_t *h, unsigned i) {
+  if (!atomic_load_explicit(&h->cache[i], memory_order_relaxed)) return NULL;
+  return atomic_exchange_explicit(&h->cache[i], NULL, memory_order_acquire);
+}
+
 static void cache_flush(heap_t *h) {
-  while (h->ncache) span_to_pages(h->cache[--h->ncache]);
+  for (unsigned i = 0; i < HEAP_SPAN_CACHE; i++) {
+    span_t *s = cache_grab(h, i);
+    if (s) span_to_pages(s);
+  }
 }
 
 /* File an exhausted span as full; false if remote frees arrived (collect
@@ -398,13 +412,14 @@ static void heap_drain_remote(heap_t *h) {
 
 /* A cached empty span of one of these sizes, made a span of class cls. */
 static span_t *cache_take(heap_t *h, unsigned cls, size_t bytes, size_t first) {
-  for (unsigned i = 0; i < h->ncache; i++) {
-    span_t *s = h->cache[i];
+  for (unsigned i = 0; i < HEAP_SPAN_CACHE; i++) {
+    span_t *s = cache_grab(h, i);
+    if (!s) continue;
     if (s->bytes == bytes || s->bytes == first) {
-      h->cache[i] = h->cache[--h->ncache];
       span_init_small(s, cls);
       return s;
     }
+    atomic_store_explicit(&h->cache[i], s, memory_order_release); /* not this size: back */
   }
   return NULL;
 }
@@ -599,6 +614,31 @@ void heaps_collect_abandoned(void) {
   pthread_mutex_unlock(&abandoned_lock);
 }
 
+/* Near the memory limit (limit.c): the empty spans every thread's heap
+ * keeps for reuse go back to the page heap, taken from their slots by
+ * exchange, so an idle thread's cache is reclaimed without it.  (Its bins
+ * cannot be: the owner pops them with plain loads and stores.) */
+size_t heaps_take_caches(void) {
+  span_t *taken = NULL;
+  size_t bytes = 0;
+  pthread_mutex_lock(&heaps_lock); /* all_heaps; heaps are never freed */
+  for (heap_t *h = all_heaps; h; h = h->next_all)
+    for (unsigned i = 0; i < HEAP_SPAN_CACHE; i++) {
+      span_t *s = cache_grab(h, i);
+      if (!s) continue;
+      s->next = taken; /* a cached span is on no list */
+      taken = s;
+      bytes += s->bytes;
+    }
+  pthread_mutex_unlock(&heaps_lock);
+  while (taken) {
+    span_t *s = taken;
+    taken = s->next;
+    span_to_pages(s);
+  }
+  return bytes;
+}
+
 static void span_abandon(span_t *s) {
   span_collect_remote(s);
   s->full = 0;
@@ -781,9 +821,9 @@ static void fork_child_orphan(heap_t *h) {
     if (orphan_owns(h, s)) span_abandon(s);
   }
   h->full.first = h->full.last = NULL;
-  while (h->ncache) {
-    span_t *s = h->cache[--h->ncache];
-    if (s->kind == SPAN_SMALL) span_to_pages(s);
+  for (unsigned i = 0; i < HEAP_SPAN_CACHE; i++) {
+    span_t *s = cache_grab(h, i);
+    if (s && s->kind == SPAN_SMALL) span_to_pages(s);
   }
   h->live = false;
   h->next_pool = heap_pool;
@@ -840,6 +880,9 @@ void heap_verify(heap_t *h) {
     lt_assert(s->full);
     span_verify(h, s, s->cls);
   }
-  for (unsigned i = 0; i < h->ncache; i++) lt_assert_cmp(h->cache[i]->used, ==, 0u);
+  for (unsigned i = 0; i < HEAP_SPAN_CACHE; i++) {
+    span_t *s = atomic_load_explicit(&h->cache[i], memory_order_relaxed);
+    lt_assert(!s || s->used == 0);
+  }
 }
 #endif

@@ -289,8 +289,9 @@ typedef struct heap_s {
   span_list_t avail[NCLASSES];        /* spans with free room, current first */
   span_list_t full;                   /* spans with no room left         */
   span_t *_Atomic remote_spans;       /* full spans that got remote frees */
-  span_t *cache[HEAP_SPAN_CACHE];     /* empty spans kept for reuse      */
-  unsigned ncache;
+  /* empty spans kept for reuse; atomic slots, so that a thread under
+   * memory-limit pressure can take them from an idle heap (limit.c) */
+  span_t *_Atomic cache[HEAP_SPAN_CACHE];
   uint8_t spans_made[NCLASSES];       /* 0: next span is a first span    */
   uint32_t epoch;                     /* pages_epoch when bins last emptied */
   struct heap_s *next_pool;           /* pool of heaps of exited threads */
@@ -466,6 +467,7 @@ bool heap_bin_has(heap_t *h, unsigned cls, const block_t *b) INTERNAL;
 void heap_free_remote(span_t *s, block_t *b) INTERNAL;
 void heap_collect(heap_t *h, bool force) INTERNAL;
 void heaps_collect_abandoned(void) INTERNAL;
+size_t heaps_take_caches(void) INTERNAL; /* every heap's cached empty spans back; bytes */
 void heaps_stats(size_t *live, size_t *created, size_t *small_spans, size_t *abandoned) INTERNAL;
 void heap_thread_exit(void *arg) INTERNAL;
 void heap_discard_all(heap_t *h) INTERNAL;   /* userheap.c's destroy */

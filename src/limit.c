@@ -10,11 +10,13 @@
  * pages handed out, free pages not yet purged, xlarge mappings, metadata
  * (pages_usage_bytes, under the page-heap lock).  From 90 % of the limit
  * on ("pressure"), freed pages are purged at once instead of after
- * LITHE_PURGE_DELAY_MS, threads stop caching empty spans, and the spans of
- * exited threads whose blocks are all free go back (once each time the
- * pressure starts).  With LITHE_MEMORY_LIMIT_HARD=1 an allocation that
+ * LITHE_PURGE_DELAY_MS, threads stop caching empty spans, and, once each
+ * time the pressure starts, what other threads hold goes back: the spans
+ * of exited threads whose blocks are all free and every thread's cached
+ * empty spans (collect_others), and every thread empties its bins at its
+ * next slow path.  With LITHE_MEMORY_LIMIT_HARD=1 an allocation that
  * would take the count past the limit runs one full collection (every free
- * page purged, abandoned spans back) and, if it still does not fit,
+ * page purged, other threads' caches back) and, if it still does not fit,
  * fails with NULL and ENOMEM instead of leaving the process to the OOM
  * killer. */
 #define _GNU_SOURCE
@@ -121,8 +123,21 @@ void limit_init(void) {
   if (lithe_opt.verbose && limit_bytes) lithe_warn("memory limit, bytes", limit_bytes);
 }
 
+/* What other threads hold that no allocation of theirs needs: the spans
+ * of exited threads whose blocks are all free, and every heap's cached
+ * empty spans (taken from their slots, idle threads' too).  The blocks
+ * in other threads' bins cannot be taken (their owner pops them without
+ * atomics): a new pages_epoch makes each thread empty its bins into its
+ * spans at its next slow path (heap_decay), and the spans that empties
+ * go straight back while the pressure lasts. */
+static void collect_others(void) {
+  heaps_collect_abandoned();
+  heaps_take_caches();
+  atomic_fetch_add_explicit(&pages_epoch, 1, memory_order_relaxed);
+}
+
 /* Called by arena.c after it set limit_pressure (no lock held): the first
- * time in each pressure period, give back the abandoned spans. */
+ * time in each pressure period, collect what other threads hold. */
 void limit_pressure_collect(void) {
   if (!atomic_load_explicit(&limit_pressure, memory_order_relaxed)) {
     if (atomic_load_explicit(&pressure_collected, memory_order_relaxed))
@@ -130,7 +145,7 @@ void limit_pressure_collect(void) {
     return;
   }
   if (atomic_exchange_explicit(&pressure_collected, true, memory_order_relaxed)) return;
-  heaps_collect_abandoned();
+  collect_others();
 }
 
 /* The hard limit refused npages (arena.c, lock released): one full
@@ -138,7 +153,7 @@ void limit_pressure_collect(void) {
 span_t *limit_refused(size_t npages, size_t align) {
   if (limit_retrying) { errno = ENOMEM; return NULL; }
   limit_retrying = true;
-  heaps_collect_abandoned();
+  collect_others();
   pages_collect(true);
   span_t *s = pages_alloc(npages, align);
   limit_retrying = false;
@@ -150,7 +165,7 @@ span_t *limit_refused(size_t npages, size_t align) {
  * the free runs are purged first; past a hard limit, refused. */
 bool limit_allow_map(size_t bytes) {
   if (pages_usage(bytes) + bytes <= limit_bytes || !limit_hard) return true;
-  heaps_collect_abandoned();
+  collect_others();
   pages_collect(true);
   if (pages_usage(bytes) + bytes <= limit_bytes) return true;
   errno = ENOMEM;

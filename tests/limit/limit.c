@@ -10,9 +10,18 @@
  *                           48 MiB (v2 memory.max in its cgroup; v1
  *                           memory.limit_in_bytes of the parent, looser in its
  *                           own): runs "hard 48" with that root and no
- *                           LITHE_MEMORY_LIMIT. */
+ *                           LITHE_MEMORY_LIMIT.
+ *   test-limit idle MB      (LITHE_MEMORY_LIMIT=MB m) a thread allocates and
+ *                           frees 2 MiB of 32 KiB blocks (its heap keeps
+ *                           4 empty spans of 128 KiB for reuse) and goes
+ *                           idle; the main thread cycles a working set of
+ *                           3/4 MB in page-run sizes: VmRSS stays <= MB, and
+ *                           the idle thread's cached spans went back to the
+ *                           page heap (lithe_stats spans_small fell by 4 or
+ *                           more; the main thread makes no small spans). */
 #include "testutil.h" /* first: it defines _GNU_SOURCE */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,10 +142,83 @@ static int cgroup(const char *self, const char *version) {
   return 0;
 }
 
+static pthread_mutex_t idle_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t idle_cv = PTHREAD_COND_INITIALIZER;
+static int idle_state; /* 1: the thread went idle; 2: it may exit */
+
+static void *idle_thread(void *arg) {
+  (void)arg;
+  enum { N = 64 }; /* 16 spans of 4 blocks */
+  static void *p[N];
+  for (int i = 0; i < N; i++) {
+    p[i] = malloc(32 << 10);
+    CHECK(p[i] != NULL);
+    memset(p[i], 1, 32 << 10);
+  }
+  for (int i = 0; i < N; i++) free(p[i]);
+  pthread_mutex_lock(&idle_mu);
+  idle_state = 1;
+  pthread_cond_broadcast(&idle_cv);
+  while (idle_state != 2) pthread_cond_wait(&idle_cv, &idle_mu);
+  pthread_mutex_unlock(&idle_mu);
+  return NULL;
+}
+
+static int idle(long limit_mb) {
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, idle_thread, NULL) == 0);
+  pthread_mutex_lock(&idle_mu);
+  while (idle_state != 1) pthread_cond_wait(&idle_cv, &idle_mu);
+  pthread_mutex_unlock(&idle_mu);
+  printf("idle: the thread has freed its blocks and waits\n");
+  fflush(stdout);
+  lithe_stats_t before, after;
+  lithe_stats_get(&before);
+  /* 40 KiB and 200 KiB are page runs (above the 32 KiB small sizes) */
+  static const size_t sizes[] = {200 << 10, 40 << 10};
+  enum { MAXB = 4096 };
+  static void *cur[MAXB], *pinned[MAXB];
+  size_t npinned = 0, ws = (size_t)limit_mb * MIB / 8 * 7;
+  long peak = 0;
+  for (int phase = 0; phase < 8; phase++) {
+    size_t sz = sizes[phase % 2], n = 0;
+    for (size_t total = 0; total < ws && n < MAXB; total += sz, n++) {
+      cur[n] = malloc(sz);
+      CHECKF(cur[n] != NULL, "phase %d: malloc(%zu) failed", phase, sz);
+      memset(cur[n], phase + 1, sz);
+      if (n % 16 == 0) {
+        long kb = tu_status_kb("VmRSS");
+        if (kb > peak) peak = kb;
+      }
+    }
+    for (size_t i = 0; i < npinned; i++) free(pinned[i]);
+    npinned = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (i % 16 == 0) pinned[npinned++] = cur[i];
+      else free(cur[i]);
+    }
+  }
+  lithe_stats_get(&after);
+  printf("idle: %ld MiB limit, working set %zu MiB: peak VmRSS %ld kB; small spans %zu before, %zu after\n",
+         limit_mb, ws / MIB, peak, before.spans_small, after.spans_small);
+  for (size_t i = 0; i < npinned; i++) free(pinned[i]);
+  pthread_mutex_lock(&idle_mu);
+  idle_state = 2;
+  pthread_cond_broadcast(&idle_cv);
+  pthread_mutex_unlock(&idle_mu);
+  CHECK(pthread_join(t, NULL) == 0);
+  CHECKF(peak <= limit_mb * 1024, "peak VmRSS %ld kB over the %ld MiB limit", peak, limit_mb);
+  CHECKF(after.spans_small + 4 <= before.spans_small,
+         "the idle thread's 4 cached spans were not taken back: small spans %zu before, %zu after",
+         before.spans_small, after.spans_small);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   tu_require_lithe();
   if (argc > 2 && strcmp(argv[1], "hard") == 0) return hard(atol(argv[2]));
   if (argc > 2 && strcmp(argv[1], "cgroup") == 0) return cgroup(argv[0], argv[2]);
-  fprintf(stderr, "usage: %s hard MB | cgroup v1|v2\n", argv[0]);
+  if (argc > 2 && strcmp(argv[1], "idle") == 0) return idle(atol(argv[2]));
+  fprintf(stderr, "usage: %s hard MB | cgroup v1|v2 | idle MB\n", argv[0]);
   return 2;
 }
