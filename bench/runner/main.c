@@ -309,6 +309,16 @@ static void build_jobs(results *r, const list_opts *o) {
   /* 4 threads, random small sizes, 1 op in 4 freed by another thread */
   j = new_job(r, "mtrandom", JOB_MALLOCBENCH, "bench-mtrandom", o);
   if (o->quick) arg(j, "--quick");
+  /* lithe's memory limit: a 48 MiB working set cycled through sizes, as
+   * is and under LITHE_MEMORY_LIMIT=80m (the program sets it for itself;
+   * the other allocators ignore it): what staying under costs, and whether
+   * it does */
+  j = new_job(r, "limitcycle", JOB_MALLOCBENCH, "bench-limitcycle", o);
+  if (o->quick) arg(j, "--quick");
+  j = new_job(r, "limitcycle_limit80m", JOB_MALLOCBENCH, "bench-limitcycle", o);
+  arg(j, "--limit");
+  arg(j, "80m");
+  if (o->quick) arg(j, "--quick");
 
   j = new_job(r, "startup", JOB_STARTUP, "bench-startup", o);
   arg(j, "--format=gobench");
