@@ -16,11 +16,14 @@
  * fast one, and its span descriptor carries its stack bucket.  Cost: at
  * most one 8 KiB page per sample, 1.6 % of the 512 KiB interval.
  *
- * Stacks are taken with glibc's backtrace() (libgcc's DWARF unwinder),
- * warmed up in a constructor so its one-time dlopen of libgcc_s happens
- * before main, not inside malloc.  After that it neither allocates nor
- * locks: libgcc (GCC >= 12) finds unwind tables with glibc's lock-free
- * _dl_find_object (2.35+).  Frame pointers were the other choice; Debian
+ * Stacks are taken with libgcc's DWARF unwinder: glibc's backtrace() is
+ * called once in a constructor, so its one-time dlopen of libgcc_s
+ * happens before main, not inside malloc, and then _Unwind_Backtrace is
+ * called directly, from the lithe function the capture is inlined in
+ * (every frame unwound costs ~2,000 instructions: backtrace()'s own frame
+ * and two helper frames of ours were 24 % of a sample).  The unwinder
+ * neither allocates nor locks: libgcc (GCC >= 12) finds unwind tables
+ * with glibc's lock-free _dl_find_object (2.35+).  Frame pointers were the other choice; Debian
  * builds programs and libraries without them, so a frame-pointer walk
  * stops after one or two frames in python3 or git (docs/profiling.md).
  * A thread-local flag stops recursion: allocations made while a sample is
@@ -46,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <unwind.h>
 #include "internal.h"
 #include "fastpath.h"
 
@@ -84,7 +88,12 @@ int prof_mode = LITHE_PROF_DEFAULT;
 static size_t prof_rate = 512 * KiB; /* as jemalloc's lg_prof_sample 19 and Go */
 static const char *prof_prefix = "lithe";
 static bool prof_peak;
-static bool prof_ready;            /* backtrace() warmed up               */
+static bool prof_ready;            /* the unwinder warmed up              */
+/* libgcc's unwinder, called directly (one frame less than backtrace());
+ * looked up in the libgcc_s that backtrace() loaded, so liblithe links
+ * nothing but libc */
+static _Unwind_Reason_Code (*unwind_backtrace)(_Unwind_Trace_Fn, void *);
+static _Unwind_Ptr (*unwind_get_ip)(struct _Unwind_Context *);
 static uintptr_t text_lo, text_hi; /* lithe's own code (frames skipped)   */
 static char *pool;
 static _Atomic size_t pool_used;
@@ -143,18 +152,34 @@ intptr_t prof_heap_start(void) {
   return prof_mode == PROF_SAMPLE ? next_interval() : prof_mode == PROF_LEAKS ? -1 : INTPTR_MAX;
 }
 
-void *prof_malloc(size_t n, heap_t *h) {
-  if (prof_tick_slow(h)) return prof_alloc(n, 0, false);
-  return n <= SMALL_MAX ? heap_malloc_class(h, size_class(n)) : large_alloc(n, 0);
-}
-
 /* ---- stacks and buckets ------------------------------------------------ */
 
-static NOINLINE unsigned capture(void **out) {
+typedef struct {
+  void **pc;
+  int n, max;
+} unwind_state_t;
+
+static _Unwind_Reason_Code unwind_one(struct _Unwind_Context *ctx, void *arg) {
+  unwind_state_t *st = arg;
+  if (st->n == st->max) return _URC_END_OF_STACK;
+  uintptr_t ip = unwind_get_ip(ctx);
+  if (!ip) return _URC_END_OF_STACK;
+  st->pc[st->n++] = (void *)ip;
+  return _URC_NO_REASON;
+}
+
+static inline __attribute__((always_inline)) unsigned capture(void **out) {
   void *raw[PROF_DEPTH + PROF_SKIP_MAX];
   if (!prof_ready) return 0;
-  int n = backtrace(raw, (int)(sizeof raw / sizeof raw[0]));
-  int i = 1; /* raw[0] is this function */
+  int n;
+  if (unwind_backtrace) {
+    unwind_state_t st = {raw, 0, (int)(sizeof raw / sizeof raw[0])};
+    unwind_backtrace(unwind_one, &st);
+    n = st.n;
+  } else {
+    n = backtrace(raw, (int)(sizeof raw / sizeof raw[0]));
+  }
+  int i = 1; /* raw[0] is the lithe function capture is inlined in */
   while (i < n && i < PROF_SKIP_MAX && (uintptr_t)raw[i] >= text_lo && (uintptr_t)raw[i] < text_hi) i++;
   unsigned d = 0;
   for (; i < n && d < PROF_DEPTH; i++) out[d++] = raw[i];
@@ -202,7 +227,7 @@ static prof_bucket_t *bucket_of(void *const *pc, unsigned d) {
   return NULL;
 }
 
-static prof_bucket_t *bucket_here(void) {
+static inline __attribute__((always_inline)) prof_bucket_t *bucket_here(void) {
   void *pc[PROF_DEPTH];
   unsigned d = capture(pc);
   return bucket_of(pc, d);
@@ -217,7 +242,7 @@ static void maybe_peak_dump(size_t live);
  * n / (1 - exp(-n / rate)) lies between rate + n/2 (n << rate) and n. */
 static size_t sample_weight(size_t n) { return n >= prof_rate ? n : prof_rate + n / 2; }
 
-void *prof_alloc(size_t n, size_t align, bool zero) {
+static inline __attribute__((always_inline)) void *sample_alloc(size_t n, size_t align, bool zero) {
   prof_busy = 1;
   void *p;
   if (prof_mode == PROF_LEAKS) {
@@ -243,6 +268,13 @@ void *prof_alloc(size_t n, size_t align, bool zero) {
   }
   prof_busy = 0;
   return p;
+}
+
+void *prof_alloc(size_t n, size_t align, bool zero) { return sample_alloc(n, align, zero); }
+
+void *prof_malloc(size_t n, heap_t *h) {
+  if (prof_tick_slow(h)) return sample_alloc(n, 0, false);
+  return n <= SMALL_MAX ? heap_malloc_class(h, size_class(n)) : large_alloc(n, 0);
 }
 
 void prof_free(span_t *s) {
@@ -508,6 +540,12 @@ __attribute__((constructor)) static void prof_warm_up(void) {
   prof_busy = 1;
   void *raw[4];
   backtrace(raw, 4);
+  void *gcc = dlopen("libgcc_s.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (gcc) {
+    unwind_get_ip = (_Unwind_Ptr(*)(struct _Unwind_Context *))dlsym(gcc, "_Unwind_GetIP");
+    if (unwind_get_ip)
+      unwind_backtrace = (_Unwind_Reason_Code(*)(_Unwind_Trace_Fn, void *))dlsym(gcc, "_Unwind_Backtrace");
+  }
   dl_iterate_phdr(find_text, (void *)(uintptr_t)&prof_warm_up);
   prof_ready = true;
   prof_busy = 0;
