@@ -48,8 +48,9 @@
  * free(p), same thread:
  *     span = pagemap[p]; check p is a block start; if (span->owner == heap)
  *     push on heap->bin[span->cls]; else CAS-push on span->thread_free.
- * A bin refills from its class's spans and overflows back into them in
- * batches, so spans move between lists only once per batch (heap.c).
+ * An empty bin takes its class's current span's whole free list; a free
+ * into a full bin goes to the block's span, so no bin is ever walked and
+ * a wave of same-size frees and mallocs within the bin moves no span.
  * A freed block holds a per-process random key in its second word: a free
  * that finds the key there is a suspected double free, confirmed by a scan
  * of the span's free lists and the owner's bin (one compare on the fast
@@ -122,7 +123,7 @@ NOINLINE void free_slow(void *p, const char *op) {
       return;
     }
     if (own) {
-      bin_push(h, s->cls, b, lithe_free_key);
+      bin_push(h, s, b, lithe_free_key);
     } else {
       heap_free_remote(s, b);
     }

@@ -10,6 +10,7 @@
 #include "internal.h"
 
 void free_slow(void *p, const char *op) INTERNAL;
+void heap_bin_spill(heap_t *h, span_t *s, block_t *b) INTERNAL;
 
 /* malloc: every small size (<= SMALL_MAX) is one table lookup away from
  * its class (internal.h, lut_index); pop the heap's bin of that class.
@@ -42,19 +43,36 @@ slow:
   return heap_malloc_generic(h, n);
 }
 
-/* The owner's free: push on its bin; an overflow sends half back to the
- * spans (heap.c).  The key in word 1 marks the block free. */
-static inline void bin_push(heap_t *h, unsigned c, block_t *b, uintptr_t key) {
-  block_set_next(b, h->bin[c]);
-  b->key = key;
-  h->bin[c] = b;
-  if (unlikely(--h->bin_room[c] < 0)) heap_bin_overflow(h, c);
+/* The owner's free of a block of span s onto s itself (a full bin):
+ * `used` falling to the span's free_trigger sends it to the slow path
+ * (heap.c: release when empty, refile a full span). */
+static inline void span_push(heap_t *h, span_t *s, block_t *b) {
+  block_set_next(b, s->free);
+  s->free = b;
+  s->nfree++;
+  if (unlikely((int32_t)--s->used <= s->free_trigger)) heap_free_local_slow(h, s);
 }
 
-/* Lemire's divisibility test: off is a block start <=> off * M <= M - 1,
- * M = 2^64 / block size rounded up, for off < 2^32 (spans are smaller). */
+/* The owner's free: push on its bin while it has room, else on the span
+ * (no walk, no lookup: the span is in hand).  The key in word 1 marks the
+ * block free. */
+static inline void bin_push(heap_t *h, span_t *s, block_t *b, uintptr_t key) {
+  unsigned c = s->cls;
+  b->key = key;
+  if (likely(--h->bin_room[c] >= 0)) {
+    block_set_next(b, h->bin[c]);
+    h->bin[c] = b;
+    return;
+  }
+  heap_bin_spill(h, s, b);
+}
+
+/* Lemire's divisibility test: off is a block start <=> off * M < M
+ * (mod 2^64), M = 2^64 / block size rounded up, for off < 2^32 (spans are
+ * smaller).  Written "< M", not "<= M - 1", so M is loaded once and used
+ * from memory by the multiply and the compare (3 instructions, was 5). */
 static inline bool small_block_start(const span_t *s, size_t off) {
-  return off * s->div_magic <= s->div_magic - 1;
+  return off * s->div_magic < s->div_magic;
 }
 
 /* free: no NULL test up front (NULL finds no span and goes slow).  One
@@ -64,28 +82,40 @@ static inline bool small_block_start(const span_t *s, size_t off) {
  * (its L1 index wraps, but it lies above every span).  Lemire's test then
  * proves p is a block start, and the key compare catches a double free
  * (confirmed by a scan in the slow path).  Then the owner pushes on its
- * bin; another thread's free is a CAS push on the span's thread_free. */
+ * bin (the head, loaded once, also serves the head check and the link);
+ * another thread's free is a CAS push on the span's thread_free. */
 static inline void free_inline(void *p) {
   uintptr_t a = (uintptr_t)p;
   span_t **l2 = atomic_load_explicit(&pagemap_l1[(a >> L1_SHIFT) & (L1_COUNT - 1)], memory_order_relaxed);
-  if (unlikely(l2 == NULL)) { free_slow(p, "free"); return; }
+  if (unlikely(l2 == NULL)) goto slow;
   span_t *s = l2[(a >> PAGE_SHIFT) & (L2_COUNT - 1)];
-  if (unlikely(s == NULL)) { free_slow(p, "free"); return; }
+  if (unlikely(s == NULL)) goto slow;
   size_t off = (size_t)((char *)p - s->start);
   block_t *b = p;
   uintptr_t key = lithe_free_key;
-  if (unlikely(off >= span_carved(s) || !small_block_start(s, off) || b->key == key)) {
-    free_slow(p, "free");
-    return;
-  }
+  if (unlikely(off >= span_carved(s) || !small_block_start(s, off) || b->key == key)) goto slow;
   heap_t *h = lithe_tls_heap;
-  if (likely(atomic_load_explicit(&s->owner, memory_order_relaxed) == h)) {
-    /* b at the head of the bin: freed just before, its key overwritten */
-    if (unlikely(b == h->bin[s->cls])) { free_slow(p, "free"); return; }
-    bin_push(h, s->cls, b, key);
+  if (unlikely(atomic_load_explicit(&s->owner, memory_order_relaxed) != h)) {
+    heap_free_remote(s, b);
     return;
   }
-  heap_free_remote(s, b);
+  unsigned c = s->cls;
+  block_t *head = h->bin[c];
+  /* b at the head of the bin: freed just before, its key overwritten */
+  if (unlikely(b == head)) goto slow;
+  b->key = key;
+  /* decrement first (one read-modify-write and a sign test); a full bin
+   * undoes it, off the fast path */
+  if (likely(--h->bin_room[c] >= 0)) {
+    block_set_next(b, head);
+    h->bin[c] = b;
+    return;
+  }
+  heap_bin_spill(h, s, b); /* full: to the span (out of line, so the
+                              decrement above stays one instruction) */
+  return;
+slow:
+  free_slow(p, "free");
 }
 
 #endif

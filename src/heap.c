@@ -25,6 +25,7 @@
 #include <sched.h>
 #include <string.h>
 #include "internal.h"
+#include "fastpath.h" /* span_push */
 
 #define EMPTY_ROW(x) [0 ... NCLASSES - 1] = x
 
@@ -124,12 +125,17 @@ static inline void unmark_full_list(heap_t *h, span_t *s) {
  * A heap's bin of a class is a LIFO list of free blocks from spans the heap
  * owns: the owner's free pushes there and malloc pops there (fastpath.h),
  * so a wave of frees followed by mallocs of one size touches no span.  A
- * block in a bin still counts as `used` by its span.  The bin refills from
- * the class's current span (its whole free list, up to the capacity) and,
- * when a push overflows it, sends the older half back to the spans, where
- * the usual rules release empty spans and refile full ones.  Capacity
- * grows (x2, to BIN_MAX_BYTES) only when malloc has found the bin empty
- * since the last overflow: the program frees and reuses that many. */
+ * block in a bin still counts as `used` by its span.  When malloc finds
+ * the bin empty it takes the class's current span's whole free list (one
+ * pointer move, bin_refill).  When the owner frees into a full bin the
+ * block goes straight to its span (fastpath.h, span_push), where the
+ * usual rules release empty spans and refile full ones: the free has the
+ * span in hand, so that costs what a free cost before bins, and nothing
+ * walks a bin on the way.  (The first design sent the older half of an
+ * overflowing bin back block by block, a pagemap lookup each: 19 % of
+ * tree_allocate's instructions.)  Capacity grows (x2, to BIN_MAX_BYTES)
+ * when malloc finds the bin empty after a free found it full since the
+ * last refill: the program frees and reuses more than it holds. */
 
 static uint32_t bin_first_cap(unsigned cls) {
   uint32_t n = (uint32_t)(BIN_FIRST_BYTES / class_size[cls]);
@@ -143,43 +149,22 @@ static uint32_t bin_max_cap(unsigned cls) {
   return n < first ? first : n;
 }
 
-/* One block back to its span, as the owner's free did before bins. */
-static void span_give_back(heap_t *h, span_t *s, block_t *b) {
-  block_set_next(b, s->free);
-  s->free = b;
-  s->nfree++;
-  if ((int32_t)--s->used <= s->free_trigger) heap_free_local_slow(h, s);
+/* The owner freed b (key set) into a full bin: bin_push's decrement of
+ * bin_room is undone and b goes to its span; the next refill grows the
+ * bin. */
+void heap_bin_spill(heap_t *h, span_t *s, block_t *b) {
+  unsigned c = s->cls;
+  h->bin_room[c]++;
+  h->bin_spilled[c] = 1;
+  span_push(h, s, b);
 }
 
 static void give_back_list(heap_t *h, block_t *b) {
   while (b) {
     block_t *next = block_pop_next(b); /* checked: the next is looked up */
-    span_give_back(h, pagemap_lookup(b), b);
+    span_push(h, pagemap_lookup(b), b);
     b = next;
   }
-}
-
-void heap_bin_overflow(heap_t *h, unsigned cls) {
-  if (atomic_load_explicit(&pages_epoch, memory_order_relaxed) != h->epoch) {
-    heap_decay(h); /* every bin emptied, this one's room reset */
-    return;
-  }
-  uint32_t cap = h->bin_cap[cls];
-  uint32_t count = (uint32_t)((int32_t)cap - h->bin_room[cls]);
-  if (!cap) cap = bin_first_cap(cls);
-  else if (h->bin_missed[cls] && cap < bin_max_cap(cls)) cap = cap * 2 < bin_max_cap(cls) ? cap * 2 : bin_max_cap(cls);
-  h->bin_missed[cls] = 0;
-  h->bin_cap[cls] = cap;
-  if (count > cap) { /* keep the newer half: the blocks last touched */
-    uint32_t keep = cap / 2;
-    block_t *last = h->bin[cls];
-    for (uint32_t i = 1; i < keep; i++) last = block_next(last);
-    block_t *rest = block_next(last);
-    block_set_next(last, NULL);
-    count = keep;
-    give_back_list(h, rest);
-  }
-  h->bin_room[cls] = (int32_t)(cap - count);
 }
 
 /* Empty every bin back into the spans. */
@@ -197,7 +182,7 @@ static void heap_bins_flush(heap_t *h) {
  * since this heap last looked (every purge delay / 4 while pages move,
  * arena.c), the bins go back to the spans, so blocks a program freed and
  * stopped using reach the page heap and its purge.  Looked at in the
- * slow paths: bin refill and overflow, large malloc and free. */
+ * slow paths: bin refill, large malloc and free. */
 void heap_decay(heap_t *h) {
   uint32_t e = atomic_load_explicit(&pages_epoch, memory_order_relaxed);
   if (likely(e == h->epoch)) return;
@@ -215,29 +200,28 @@ static inline void *bin_pop(heap_t *h, unsigned cls) {
   return b;
 }
 
-/* Move s's free list (at most capacity + 1 blocks) to the empty bin and
- * hand out its first block. */
+/* Move s's whole free list to the empty bin (it may hold more than the
+ * bin's capacity: bin_room goes below 0 and frees go to the spans until
+ * malloc has taken the excess) and hand out its first block.  The bin
+ * grows first if a free found it full since the last refill. */
 static void *bin_refill(heap_t *h, span_t *s, unsigned cls) {
   uint32_t cap = h->bin_cap[cls];
-  if (!cap) cap = h->bin_cap[cls] = bin_first_cap(cls);
+  if (!cap) {
+    cap = h->bin_cap[cls] = bin_first_cap(cls);
+  } else if (h->bin_spilled[cls]) {
+    uint32_t max = bin_max_cap(cls);
+    cap = h->bin_cap[cls] = cap * 2 < max ? cap * 2 : max;
+  }
+  h->bin_spilled[cls] = 0;
   block_t *b = s->free;
   uint32_t n = s->nfree;
   lt_assert_block(s, b);
   lt_assert_cmp(s->used + n, <=, s->capacity);
-  if (n > cap + 1) {
-    block_t *last = b;
-    for (uint32_t i = 0; i < cap; i++) last = block_next(last);
-    s->free = block_next(last);
-    block_set_next(last, NULL);
-    n = cap + 1;
-  } else {
-    s->free = NULL;
-  }
-  s->nfree -= n;
+  s->free = NULL;
+  s->nfree = 0;
   s->used += n;
   h->bin[cls] = block_pop_next(b);
-  h->bin_room[cls] = (int32_t)(cap - (n - 1));
-  h->bin_missed[cls] = 1;
+  h->bin_room[cls] = (int32_t)cap - (int32_t)(n - 1);
   b->next = NULL;
   b->key = 0;
   return b;
@@ -341,7 +325,7 @@ static heap_t *heap_thread_init(void) {
     memset(h->bin, 0, sizeof h->bin); /* a pooled heap's bins are empty */
     memset(h->bin_room, 0, sizeof h->bin_room);
     memset(h->bin_cap, 0, sizeof h->bin_cap);
-    memset(h->bin_missed, 0, sizeof h->bin_missed);
+    memset(h->bin_spilled, 0, sizeof h->bin_spilled);
     /* under the lock: a forked child and heap_find_lost trust these */
     h->live = true;
     h->tls_slot = &lithe_tls_heap;
@@ -485,10 +469,15 @@ static span_t *heap_span_new(heap_t *h, unsigned cls) {
   if (s) return s;
   /* Before fresh pages: the bins' blocks back to their spans, so memory
    * that another size freed is used again (emptied spans land in the
-   * cache, looked at once more) rather than adding to the peak. */
-  bool binned = false;
-  for (unsigned c = 1; c < NCLASSES && !binned; c++) binned = h->bin[c] != NULL;
-  if (binned) {
+   * cache, looked at once more) rather than adding to the peak -- when
+   * the bins hold BIN_FLUSH_BYTES or more: a flush costs a pagemap lookup
+   * per block, and flushing whatever was there made tree_allocate flush
+   * 1,173 times (10 % of its instructions) with nothing to gain, since the
+   * other sizes' blocks were reused from their bins right after. */
+  size_t binned = 0;
+  for (unsigned c = 1; c < NCLASSES; c++)
+    binned += (size_t)((int64_t)h->bin_cap[c] - h->bin_room[c]) * class_size[c];
+  if (binned >= BIN_FLUSH_BYTES) {
     heap_bins_flush(h);
     if ((s = cache_take(h, cls, bytes, first))) return s;
   }
