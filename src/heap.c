@@ -151,12 +151,14 @@ static uint32_t bin_max_cap(unsigned cls) {
 
 /* The owner freed b (key set) into a full bin: bin_push's decrement of
  * bin_room is undone and b goes to its span; the next refill grows the
- * bin. */
+ * bin.  A thread that only frees looks at the purge passes here (and the
+ * memory limit's pressure, which bumps the epoch), so its bins decay too. */
 void heap_bin_spill(heap_t *h, span_t *s, block_t *b) {
   unsigned c = s->cls;
   h->bin_room[c]++;
   h->bin_spilled[c] = 1;
   span_push(h, s, b);
+  heap_decay(h);
 }
 
 static void give_back_list(heap_t *h, block_t *b) {
