@@ -278,13 +278,23 @@ static size_t usage_locked(void) {
          atomic_load_explicit(&os_stats.metadata, memory_order_relaxed);
 }
 
+/* Near the memory limit (limit.c): the free pages that may stay resident
+ * when `more` are added and the count is to stay at 90 % of the limit;
+ * purging only the excess keeps the rest for reuse (bench-limitcycle
+ * under LITHE_MEMORY_LIMIT=80m: see docs/profiling.md). */
+static size_t pressure_keep(size_t more) {
+  size_t u = usage_locked() + more;
+  size_t over = u > limit_pressure_at ? u - limit_pressure_at : 0;
+  return dirty_bytes > over ? dirty_bytes - over : 0;
+}
+
 /* Bytes that may be resident once `more` are added; from 90 % of the
  * memory limit on, the free runs are purged first (limit.c). */
 size_t pages_usage(size_t more) {
   pthread_mutex_lock(&pages_lock);
   size_t n = usage_locked();
   if (limit_pressure_at && n + more >= limit_pressure_at) {
-    purge_runs(os_now_ms(), false, 0);
+    purge_runs(os_now_ms(), false, pressure_keep(more));
     n = usage_locked();
   }
   pthread_mutex_unlock(&pages_lock);
@@ -300,7 +310,7 @@ static bool limit_check_locked(void) {
 }
 
 static void maybe_purge(void) {
-  if (unlikely(limit_pressure_at) && limit_check_locked()) { purge_runs(os_now_ms(), false, 0); return; }
+  if (unlikely(limit_pressure_at) && limit_check_locked()) { purge_runs(os_now_ms(), false, pressure_keep(0)); return; }
   long delay = lithe_opt.purge_delay_ms;
   if (delay < 0) return;
   uint64_t now = os_now_ms();
@@ -317,11 +327,11 @@ span_t *pages_alloc(size_t npages, size_t align) {
   pthread_mutex_lock(&pages_lock);
   span_t *s = find_fit(total);
   /* memory limit (limit.c): fresh or purged pages that take the count to
-   * 90 % of the limit first purge the free runs that did not fit; past the
-   * hard limit they are refused */
+   * 90 % of the limit first purge as many of the free runs that did not
+   * fit as keeps it there; past the hard limit they are refused */
   if (unlikely(limit_pressure_at) && (!s || !s->dirty) &&
       usage_locked() + (total << PAGE_SHIFT) >= limit_pressure_at) {
-    purge_runs(os_now_ms(), false, 0);
+    purge_runs(os_now_ms(), false, pressure_keep(total << PAGE_SHIFT));
     if (limit_hard && usage_locked() + (total << PAGE_SHIFT) > limit_bytes) {
       pthread_mutex_unlock(&pages_lock);
       return limit_refused(npages, align);

@@ -11,9 +11,10 @@
  * one run again).  Freed pages a phase cannot reuse stay resident for the
  * purge delay unless a limit makes lithe purge them.  VmRSS is sampled
  * every 4 MiB.  Prints the time and that peak VmRSS, then
- * Benchmarklimitcycle 1 <ns> ns/op <kB> peak-kB <kB> end-kB with the
- * suite's peak (VmHWM - RssFile - RssShmem) and end (RssAnon after the
- * allocator's forcing release); with --max-rss-mb, exits 1 when the
+ * Benchmarklimitcycle 1 <ns> ns/op <kB> peak-kB <kB> end-kB <n> faults
+ * with the suite's peak (VmHWM - RssFile - RssShmem), end (RssAnon after
+ * the allocator's forcing release) and the minor page faults of the
+ * phases; with --max-rss-mb, exits 1 when the
  * sampled VmRSS peak is over MB.
  *
  * --limit SIZE runs the same work with LITHE_MEMORY_LIMIT=SIZE: the
@@ -71,6 +72,7 @@ int main(int argc, char **argv) {
   enum { MAXB = (48 << 20) / (24 << 10) + 16 };
   static void *cur[MAXB], *pinned[MAXB];
   size_t npinned = 0;
+  long f0 = bench_minor_faults();
   double t0 = now();
   for (int phase = 0; phase < phases; phase++) {
     size_t sz = sizes[phase % 6], n = 0, since = 0;
@@ -92,6 +94,7 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < npinned; i++) free(pinned[i]);
   double secs = now() - t0;
+  long faults = bench_minor_faults() - f0; /* what purging at once costs: pages touched again */
   /* the suite's figures: peak = VmHWM - RssFile - RssShmem (exact, where
    * the sampled VmRSS above may miss a spike), end = RssAnon after the
    * allocator's own forcing release */
@@ -103,8 +106,8 @@ int main(int argc, char **argv) {
   if (limit) printf("# note: LITHE_MEMORY_LIMIT=%s (only lithe reads it)\n", limit);
   printf("limitcycle: %d phases of a 48 MiB working set in %.3f s, peak VmRSS %ld kB\n", phases, secs,
          peak_kb);
-  printf("Benchmarklimitcycle%s%s 1 %.0f ns/op %ld peak-kB %ld end-kB\n", limit ? "_limit" : "",
-         limit ? limit : "", secs * 1e9, bench_peak_kb(&st), bench_end_kb(&st));
+  printf("Benchmarklimitcycle%s%s 1 %.0f ns/op %ld peak-kB %ld end-kB %ld faults\n", limit ? "_limit" : "",
+         limit ? limit : "", secs * 1e9, bench_peak_kb(&st), bench_end_kb(&st), faults);
   if (max_mb > 0 && peak_kb > max_mb * 1024) {
     fprintf(stderr, "limitcycle: peak VmRSS %ld kB over %ld MiB\n", peak_kb, max_mb);
     return 1;
