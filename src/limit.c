@@ -9,16 +9,16 @@
  * What lithe counts is what it holds from the kernel that may be resident:
  * pages handed out, free pages not yet purged, xlarge mappings, metadata
  * (pages_usage_bytes, under the page-heap lock).  From 90 % of the limit
- * on ("pressure"), freed pages are purged at once instead of after
- * LITHE_PURGE_DELAY_MS, threads stop caching empty spans, and, once each
- * time the pressure starts, what other threads hold goes back: the spans
- * of exited threads whose blocks are all free and every thread's cached
- * empty spans (collect_others), and every thread empties its bins at its
- * next slow path.  With LITHE_MEMORY_LIMIT_HARD=1 an allocation that
- * would take the count past the limit runs one full collection (every free
- * page purged, other threads' caches back) and, if it still does not fit,
- * fails with NULL and ENOMEM instead of leaving the process to the OOM
- * killer. */
+ * on ("pressure"), the free pages over that are purged at once instead of
+ * after LITHE_PURGE_DELAY_MS (arena.c, pressure_keep), threads stop
+ * caching empty spans, and, once each time the pressure starts, what
+ * other threads hold goes back: the spans of exited threads whose blocks
+ * are all free and every thread's cached empty spans (collect_others),
+ * and every thread empties its bins at its next slow path.  With
+ * LITHE_MEMORY_LIMIT_HARD=1 an allocation that would take the count past
+ * the limit runs one full collection (every free page purged, other
+ * threads' caches back) and, if it still does not fit, fails with NULL
+ * and ENOMEM instead of leaving the process to the OOM killer. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
