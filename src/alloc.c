@@ -27,7 +27,7 @@
  *   limit.c     the memory limit (LITHE_MEMORY_LIMIT or the cgroup's):
  *               the page heap, heaps and large.c ask it whether to keep
  *               free memory or give it back at once.
- *   large.c     large objects (page runs, up to 16 MiB) and xlarge ones
+ *   large.c     large objects (page runs, up to 1 MiB) and xlarge ones
  *               (their own mapping, resized with mremap; freed ones kept
  *               for the purge delay and reused best-fit).
  *   userheap.c  first-class heaps (lithe_heap_new / _destroy) on heap.c.
@@ -283,6 +283,7 @@ int lt_malloc_trim(size_t pad) {
   (void)pad;
   if (!atomic_load_explicit(&lithe_initialized, memory_order_acquire)) return 0;
   size_t before = atomic_load(&os_stats.purges);
+  size_t cached = atomic_load(&xlarge_cached_bytes); /* freed xlarge: unmapped */
   lt_collect(true);
-  return atomic_load(&os_stats.purges) != before;
+  return atomic_load(&os_stats.purges) != before || cached != 0;
 }

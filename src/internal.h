@@ -43,7 +43,9 @@
 
 /* Arena: reserved PROT_NONE, aligned to its size, committed on demand.
  * 64 MiB like Go on 64-bit Linux; LITHE_ARENA_SIZE takes 4 MiB .. 1 GiB. */
+#ifndef ARENA_DEFAULT           /* build with -DARENA_DEFAULT=N to try others */
 #define ARENA_DEFAULT ((size_t)64 * MiB)
+#endif
 #define ARENA_MIN     ((size_t)4 * MiB)
 #define ARENA_MAX     ((size_t)1 * GiB)
 /* Smallest arena tried when a full one does not fit in the address space
@@ -54,8 +56,8 @@
 /* Size classes: 16-byte steps up to 128 B, then 4 classes per power of two
  * (rounding up to 20 % of a block: 16385 -> 20480; sizeclass.c's measured
  * table), up to SMALL_MAX.  Above SMALL_MAX objects are
- * "large" (a run of pages from the page heap) up to large_max (16 MiB, or a
- * quarter of an arena if smaller), then "xlarge" (their own mapping).
+ * "large" (a run of pages from the page heap) up to large_max (LARGE_MAX_CAP,
+ * or a quarter of an arena if smaller), then "xlarge" (their own mapping).
  * SMALL_MAX 32 KiB, measured (docs/design.md, "Thresholds"): builds with
  * 16/32/64/128 KiB, lithe-bench --runs 3 on medium, big, their parallel
  * forms and the five replays: no time difference reached p < 0.05; 128 KiB
@@ -72,7 +74,12 @@
 #define LUT_MAX     1024
 #define LUT_HI_BASE 60          /* ceil(1025 / 256) = 5 -> entry 65 */
 #define LUT_ENTRIES (LUT_HI_BASE + (SMALL_MAX >> 8) + 1)
-#define LARGE_MAX_CAP ((size_t)16 * MiB)
+/* LARGE_MAX_CAP 1 MiB: freed xlarge mappings combine into bigger blocks
+ * (large.c), page runs only with free neighbours; measured in
+ * docs/design.md ("Thresholds"). */
+#ifndef LARGE_MAX_CAP           /* build with -DLARGE_MAX_CAP=N to try others */
+#define LARGE_MAX_CAP ((size_t)1 * MiB)
+#endif
 
 /* Bytes of a span for small objects: 64 KiB (mimalloc's small page size)
  * holds >= 8 objects up to 8 KiB; larger classes get the power of two that
@@ -92,7 +99,9 @@
 
 /* Empty spans a thread keeps for reuse before returning them to the page
  * heap: absorbs alloc/free waves without taking the page-heap lock. */
+#ifndef HEAP_SPAN_CACHE         /* build with -DHEAP_SPAN_CACHE=N to try others */
 #define HEAP_SPAN_CACHE 4
+#endif
 
 /* A heap's bin of a class holds free blocks (of spans it owns) between the
  * owner's free and its next malloc, so a wave of frees and mallocs of one
@@ -197,6 +206,8 @@ typedef struct span_s {
   uint64_t freed_ms;                 /* FREE runs: when it became free   */
   size_t map_bytes;                  /* xlarge: whole mapping length     */
   char *map_base;                    /* xlarge: mapping start            */
+  struct span_s *map_next;           /* xlarge made of several cached
+                                        mappings: its next piece (large.c) */
   /* heap profiling (prof.c): a sampled object has a page run of its own
    * (its free goes through large_free), and its stack bucket is here */
   struct prof_bucket_s *prof;        /* NULL: not sampled                */
@@ -374,6 +385,7 @@ void os_release(void *p, size_t size) INTERNAL;                 /* never-committ
 void *os_resize(void *p, size_t old_size, size_t new_size) INTERNAL; /* mremap in place */
 void *os_move(void *p, size_t old_size, size_t new_size, void *dest) INTERNAL; /* onto a reserve */
 void *os_remap(void *p, size_t old_size, size_t new_size) INTERNAL; /* anywhere */
+int os_move_over(void *p, size_t size, void *dest) INTERNAL;   /* pages onto fresh ones */
 void os_random(void *buf, size_t n) INTERNAL;
 uint64_t os_now_ms(void) INTERNAL;
 size_t os_address_limit(void) INTERNAL;                         /* RLIMIT_AS */

@@ -195,7 +195,7 @@ LITHE_API int malloc_info(int options, FILE *fp) {
  *                     other value = the delay set by the environment (or its
  *                     default).
  * Ignored: M_MMAP_THRESHOLD (lithe maps objects of its own above its large
- * limit, 16 MiB or a quarter of an arena, and unmaps them at free already),
+ * limit, 1 MiB, and unmaps them at free already),
  * M_TOP_PAD, M_MMAP_MAX, M_CHECK_ACTION (misuse: LITHE_ON_ERROR),
  * M_PERTURB, M_ARENA_TEST, M_ARENA_MAX (lithe has a heap per thread),
  * M_MXFAST (no fastbins). */

@@ -5,10 +5,15 @@
  *           shrinks it in place when the neighbouring pages allow.
  *   xlarge  above large_max: a mapping of its own, resized with mremap (no
  *           copy) by realloc.  A freed one is kept (the xlarge cache, below)
- *           for the purge delay and reused best-fit before any new mapping,
- *           so a program churning big blocks does not fault every page in
- *           again (13-16 us a 4 KiB page here, ~3-4 ns a byte).
- * large_max is 16 MiB, or a quarter of an arena when arenas are smaller. */
+ *           for the purge delay and reused before any new mapping, whole
+ *           or in pieces moved together, so a program churning big blocks
+ *           does not fault every page in again (13-16 us a 4 KiB page
+ *           here, ~3-4 ns a byte).
+ * large_max is LARGE_MAX_CAP (1 MiB), or a quarter of an arena if smaller.
+ * Page runs cannot serve a bigger block than the free space around them,
+ * and moving their pages would punch holes in an arena, while cached
+ * mappings of any sizes combine: so blocks above 1 MiB are mappings
+ * (docs/design.md, "Thresholds", has the sweep). */
 #include <errno.h>
 #include <string.h>
 #include "internal.h"
@@ -16,23 +21,43 @@
 _Atomic size_t large_live, xlarge_live, xlarge_bytes, xlarge_cached_bytes;
 
 /* ---- the xlarge cache -----------------------------------------------------
- * Freed xlarge mappings, newest first, under pages_lock (the fork handlers
- * already take it).  A cached mapping's pagemap entry is freed_xlarge (a
- * second free is reported as a double free), it is counted in xlarge_cached_bytes (resident
- * and purgeable: pages_usage adds it) and is unmapped once it has been
- * free for LITHE_PURGE_DELAY_MS (purge_runs, arena.c, calls
- * xcache_expire), on lithe_collect, or when the cache holds more than
- * XCACHE_MAX mappings or XCACHE_MAX_BYTES: a churn frees one block and
- * allocates the next, so a few suffice, and the bound keeps what waits for
- * reuse below what one more live block would cost.  Reuse is best-fit; a
- * mapping more than 1/8 bigger than the request is first shrunk in place
- * (mremap) so the excess is not kept resident. */
+ * Freed xlarge memory, kept as ranges, newest first, under pages_lock (the
+ * fork handlers already take it).  A range lies inside one kernel mapping
+ * (so mremap can move it whole); its pages hold a freed block's bytes.  It
+ * is counted in xlarge_cached_bytes (resident and purgeable: pages_usage
+ * adds it) and unmapped once it has been free for LITHE_PURGE_DELAY_MS
+ * (purge_runs, arena.c, calls xcache_expire), on lithe_collect, or when
+ * the cache holds more than XCACHE_MAX ranges or XCACHE_MAX_BYTES (bounds
+ * of bookkeeping, not of memory: what the cache holds never raises the
+ * peak, since a request it cannot fill takes all it has and the rest is
+ * given back, so live + cached only grows when nothing is cached).
+ *
+ * A request takes the smallest range that holds it (its front: a
+ * remainder of XPIECE_MIN or more stays cached, no system call).  When
+ * none does, the block is made of the biggest ranges, up to XPIECES_MAX:
+ * the biggest moves with mremap onto a bigger reservation (its new tail is
+ * fresh pages), and each next one is moved over that tail with mremap
+ * (page tables move: no copy, no fault), so freed memory of any sizes
+ * serves a bigger block and only what the ranges lack is faulted in.
+ * Such a block is several mappings side by side; its pieces are listed
+ * (span_t.map_next) so each goes back to the cache as a range of its own.
+ * bench-bigchurn (16 live blocks of 1-32 MiB, 200 ops, blocks above 1 MiB
+ * xlarge), minor faults: one range a block, grown on a miss, 248k; up to
+ * 4 ranges, biggest first, 83k; up to 16 of at least 1 MiB, 29k; the last
+ * one the best fit, 24k; and no 128 MiB bound on the cache, 15.3k (a
+ * model with every freed byte reusable: 15.2k; tcmalloc 35k, glibc 156k).
+ * A block spans about 3-5 ranges then (the model: mean 4.6, at most 8). */
 #ifndef XCACHE_MAX
-#define XCACHE_MAX 8
+#define XCACHE_MAX 64
 #endif
 #ifndef XCACHE_MAX_BYTES
-#define XCACHE_MAX_BYTES ((size_t)128 * MiB)
+#define XCACHE_MAX_BYTES ((size_t)1 * GiB)
 #endif
+#define XPIECES_MAX 16               /* cached ranges one block takes */
+#define XPIECE_MIN ((size_t)1 * MiB) /* smaller: not worth a range (a system
+                                        call to move, a slot); the model
+                                        above, 16 ranges biggest first:
+                                        1 MiB 18.9k faults, 256 KiB 24.6k */
 static span_list_t xcache;
 static size_t xcache_n;
 
@@ -50,7 +75,30 @@ static void xcache_unmap_list(span_t *s) {
   }
 }
 
-/* Take entries off, oldest first: all of them, or those expired and any
+static void xrange_unmap(span_t *r) {
+  r->next = NULL;
+  xcache_unmap_list(r);
+}
+
+static void xcache_add_locked(span_t *r, uint64_t freed_ms) {
+  lt_assert_held(&pages_lock);
+  r->start = r->map_base;
+  r->bytes = r->map_bytes;
+  r->map_next = NULL;
+  r->freed_ms = freed_ms;
+  list_push_front(&xcache, r);
+  xcache_n++;
+  atomic_fetch_add_explicit(&xlarge_cached_bytes, r->map_bytes, memory_order_relaxed);
+}
+
+static void xcache_del_locked(span_t *r) {
+  lt_assert_held(&pages_lock);
+  list_remove(&xcache, r);
+  xcache_n--;
+  atomic_fetch_sub_explicit(&xlarge_cached_bytes, r->map_bytes, memory_order_relaxed);
+}
+
+/* Take ranges off, oldest first: all of them, or those expired and any
  * beyond the bounds; returns them linked through `next`. */
 static span_t *xcache_trim_locked(uint64_t now, bool all) {
   span_t *out = NULL;
@@ -61,9 +109,7 @@ static span_t *xcache_trim_locked(uint64_t now, bool all) {
     if (!all && !expired && xcache_n <= XCACHE_MAX &&
         atomic_load_explicit(&xlarge_cached_bytes, memory_order_relaxed) <= XCACHE_MAX_BYTES)
       break;
-    list_remove(&xcache, s);
-    xcache_n--;
-    atomic_fetch_sub_explicit(&xlarge_cached_bytes, s->map_bytes, memory_order_relaxed);
+    xcache_del_locked(s);
     s->next = out;
     out = s;
   }
@@ -75,81 +121,200 @@ void xcache_expire(uint64_t now, bool all) {
   if (xcache_n) xcache_unmap_list(xcache_trim_locked(now, all));
 }
 
+/* Free the descriptors of a block's other pieces (its mapping is gone). */
+static void xpieces_free(span_t *s) {
+  for (span_t *p = s->map_next, *next; p; p = next) {
+    next = p->map_next;
+    span_desc_free(p);
+  }
+  s->map_next = NULL;
+}
+
+/* A freed block's pieces become cached ranges (too-small ones are
+ * unmapped).  false: not cached, the caller unmaps it. */
 static bool xcache_put(span_t *s) {
   if (lithe_opt.purge_delay_ms == 0 || s->block_size /* aligned */ || s->map_base != s->start ||
       (unlikely(limit_pressure_at) && atomic_load_explicit(&limit_pressure, memory_order_relaxed)))
     return false;
+  span_t *small = NULL;
   pthread_mutex_lock(&pages_lock);
-  s->freed_ms = os_now_ms();
-  list_push_front(&xcache, s);
-  xcache_n++;
-  atomic_fetch_add_explicit(&xlarge_cached_bytes, s->map_bytes, memory_order_relaxed);
-  span_t *old = xcache_trim_locked(s->freed_ms, false);
+  uint64_t now = os_now_ms();
+  char *end = s->map_base + s->map_bytes;
+  for (span_t *r = s, *next; r; r = next) {
+    next = r->map_next;
+    r->map_bytes = (size_t)((next ? next->map_base : end) - r->map_base);
+    if (r->map_bytes < XPIECE_MIN) {
+      r->next = small;
+      small = r;
+    } else {
+      xcache_add_locked(r, now);
+    }
+  }
+  span_t *old = xcache_trim_locked(now, false);
   pthread_mutex_unlock(&pages_lock);
+  xcache_unmap_list(small);
   xcache_unmap_list(old);
   return true;
 }
 
-/* Grow cached mapping s to `bytes`, keeping its pages (mremap moves page
- * tables: no copy, no fault for the old part), where the kernel finds
- * room.  A cached mapping holds no data, so if the pagemap cannot take
- * its new place it is simply unmapped by the caller. */
-static bool xcache_grow(span_t *s, size_t bytes) {
-  char *q = os_remap(s->start, s->map_bytes, bytes);
-  if (!q) return false;
-  s->start = s->map_base = q;
-  s->bytes = s->map_bytes = bytes;
-  return pagemap_ensure(q, PAGE_SIZE);
+/* A block of `bytes` made of cached ranges pick[0..k) (address order as
+ * given; pick[0] is the biggest): pick[0] moves to a new place of `total`
+ * bytes (its tail fresh pages), each next range is moved over the tail, and
+ * `tail` (a descriptor, or NULL when the ranges fill the block) describes
+ * what stays fresh.  *dirty: how many leading bytes hold old data.  NULL
+ * when the kernel refuses: what could not be used is unmapped. */
+static span_t *xassemble(span_t **pick, unsigned k, size_t total, span_t *tail, size_t *dirty) {
+  span_t *h = pick[0];
+  size_t got = h->map_bytes;
+  char *q = h->map_base;
+  unsigned i = 1;
+  if (total > got) {
+    /* Where mremap finds room: only the growth counts against RLIMIT_AS
+     * (a reservation made first counts the block twice: api_cxx's
+     * new_handler child, under a limit, failed so).  Its address is only
+     * OS-page aligned and a block starts on a lithe page (posix_memalign
+     * of 8 KiB takes cached memory too: fuzz_alloc found one misaligned),
+     * so it grows by the difference more, and cuts off what lies before
+     * the first lithe page and after the block. */
+    size_t ps = os_page_size(), slack = PAGE_SIZE > ps ? PAGE_SIZE - ps : 0;
+    q = os_remap(h->map_base, got, total + slack);
+    if (!q) goto refused;
+    size_t front = (size_t)(align_up((uintptr_t)q, PAGE_SIZE) - (uintptr_t)q);
+    if (front) os_unmap(q, front);
+    if (slack > front) os_unmap(q + front + total, slack - front);
+    q += front;
+    got -= front; /* the head's first old page, if cut off */
+  }
+  h->start = h->map_base = q;
+  h->map_bytes = total;
+  span_t **link = &h->map_next;
+  for (; i < k; i++) {
+    span_t *p = pick[i];
+    int r = os_move_over(p->map_base, p->map_bytes, q + got);
+    if (r < 0) { /* [q + got, + p's length) is not ours to unmap */
+      os_unmap(q, got);
+      if (q + got + p->map_bytes < q + total)
+        os_unmap(q + got + p->map_bytes, total - got - p->map_bytes);
+      xpieces_free(h);
+      span_desc_free(h);
+      h = NULL;
+      break;
+    }
+    if (r == 0) break; /* the block stays as it is: the rest fresh */
+    p->start = p->map_base = q + got;
+    *link = p;
+    link = &p->map_next;
+    got += p->map_bytes;
+  }
+  if (h && got < total && tail) { /* (one range grown: one mapping, no tail) */
+    tail->kind = SPAN_XLARGE;
+    tail->start = tail->map_base = q + got;
+    tail->map_bytes = total - got;
+    *link = tail;
+    tail = NULL;
+  }
+  *dirty = got;
+refused:
+  for (; i < k; i++) xrange_unmap(pick[i]); /* not moved: given back */
+  if (!q) xrange_unmap(pick[0]);
+  if (tail) span_desc_free(tail);
+  return q ? h : NULL;
 }
 
-/* A cached mapping for `bytes`, or NULL: the smallest that holds it (shrunk
- * in place when more than 1/8 too big), else the biggest grown to it;
- * on a miss every cached mapping is smaller than the request and
- * is given back, or live + cached would grow with every miss (the peak:
- * bench-bigchurn 522 MB kept, 406 MB given back, glibc 398 MB). */
-static span_t *xcache_take(size_t bytes) {
+/* Cached memory for a block of `bytes`, or NULL.  *dirty: how many leading
+ * bytes of it hold old data (the rest reads as zero). */
+static span_t *xcache_take(size_t bytes, size_t *dirty) {
   if (!xcache_n) return NULL; /* a racy peek: a miss only maps afresh */
   pthread_mutex_lock(&pages_lock);
-  span_t *best = NULL, *biggest = NULL;
-  for (span_t *s = xcache.first; s; s = s->next) {
-    if (s->map_bytes >= bytes && (!best || s->map_bytes < best->map_bytes)) best = s;
-    if (!biggest || s->map_bytes > biggest->map_bytes) biggest = s;
-  }
-  span_t *s = best ? best : biggest, *others = NULL;
-  if (!s) { /* another thread took the last one */
+  span_t *best = NULL;
+  for (span_t *r = xcache.first; r; r = r->next)
+    if (r->map_bytes >= bytes && (!best || r->map_bytes < best->map_bytes)) best = r;
+  if (best) {
+    xcache_del_locked(best);
+    span_t *rest;
+    if (best->map_bytes - bytes >= XPIECE_MIN && (rest = span_desc_alloc())) {
+      rest->kind = SPAN_XLARGE;
+      rest->map_base = best->map_base + bytes;
+      rest->map_bytes = best->map_bytes - bytes;
+      xcache_add_locked(rest, best->freed_ms);
+      best->map_bytes = bytes;
+    }
     pthread_mutex_unlock(&pages_lock);
-    return NULL;
+    /* The block is what was asked (malloc_usable_size, free_sized's
+     * check), even in a range up to XPIECE_MIN bigger; map_bytes stays
+     * the range's length for unmap, mremap and the cache. */
+    best->bytes = bytes;
+    *dirty = bytes;
+    return best;
   }
-  list_remove(&xcache, s);
-  xcache_n--;
-  atomic_fetch_sub_explicit(&xlarge_cached_bytes, s->map_bytes, memory_order_relaxed);
-  if (!best) others = xcache_trim_locked(0, true);
+  /* none holds it: the biggest ranges, until one holds what is still
+   * needed; that last one is the smallest that does (its front, if it has
+   * more), so big ranges are not cut up for small ends */
+  span_t *pick[XPIECES_MAX];
+  unsigned k = 0;
+  size_t got = 0;
+  while (k < XPIECES_MAX && got < bytes) {
+    size_t need = bytes - got;
+    span_t *big = NULL, *fit = NULL;
+    for (span_t *r = xcache.first; r; r = r->next) {
+      if (!big || r->map_bytes > big->map_bytes) big = r;
+      if (r->map_bytes >= need && (!fit || r->map_bytes < fit->map_bytes)) fit = r;
+    }
+    if (fit) big = fit;
+    if (!big) break;
+    xcache_del_locked(big);
+    span_t *front;
+    if (big->map_bytes > need && big->map_bytes - need >= XPIECE_MIN &&
+        (front = span_desc_alloc())) {
+      front->kind = SPAN_XLARGE;
+      front->map_base = big->map_base;
+      front->map_bytes = need;
+      big->map_base += need;
+      big->map_bytes -= need;
+      xcache_add_locked(big, big->freed_ms);
+      big = front;
+    }
+    pick[k++] = big;
+    got += big->map_bytes;
+  }
+  /* a block bigger than all the cache holds: the program grows, and what
+   * it did not take would only add to the peak (bench-bigchurn kept the
+   * smaller cached mappings on a miss: peak 522 MB; gave them back: 406) */
+  span_t *others = got < bytes ? xcache_trim_locked(0, true) : NULL;
   pthread_mutex_unlock(&pages_lock);
   xcache_unmap_list(others);
-  if (best) {
-    if (s->map_bytes - bytes > bytes / 8 && os_resize(s->start, s->map_bytes, bytes) == s->start)
-      s->map_bytes = bytes; /* shrunk in place: the tail is unmapped */
-    /* The block is what was asked (malloc_usable_size, free_sized's
-     * check), even in a mapping up to 1/8 bigger; map_bytes stays the
-     * mapping's length for unmap, mremap and the cache. */
-    s->bytes = bytes;
-    return s;
+  if (!k) return NULL;
+  size_t total = got > bytes ? got : bytes;
+  span_t *tail = NULL;
+  if (got < total && k > 1 && !(tail = span_desc_alloc())) {
+    for (unsigned i = 1; i < k; i++) xrange_unmap(pick[i]);
+    k = 1; /* grown alone, it needs no tail descriptor */
   }
-  if (xcache_grow(s, bytes)) return s;
-  s->next = NULL;
-  xcache_unmap_list(s); /* a fresh mapping follows */
-  return NULL;
+  if (unlikely(limit_pressure_at) && got < total && !limit_allow_map(total - got)) {
+    for (unsigned i = 0; i < k; i++) xrange_unmap(pick[i]);
+    if (tail) span_desc_free(tail);
+    return NULL;
+  }
+  span_t *s = xassemble(pick, k, total, tail, dirty);
+  if (s) s->bytes = bytes;
+  return s;
 }
 
 static void *xlarge_alloc(size_t size, size_t align, bool zero) {
   size_t mapped;
   void *base;
   if (align <= PAGE_SIZE) {
-    span_t *s = xcache_take(align_up(size, PAGE_SIZE));
-    if (s) { /* its pagemap entry is still writable: set it, no failure */
-      if (zero) memset(s->start, 0, size); /* dirty: calloc must zero it
-                                               (a grown tail is zero already,
-                                               but rarely worth the split) */
+    size_t dirty;
+    span_t *s = xcache_take(align_up(size, PAGE_SIZE), &dirty);
+    if (s && !pagemap_ensure(s->start, PAGE_SIZE)) {
+      os_unmap(s->map_base, s->map_bytes);
+      xpieces_free(s);
+      span_desc_free(s);
+      s = NULL;
+    }
+    if (s) {
+      /* calloc zeroes what holds old data; the fresh rest reads as zero */
+      if (zero) memset(s->start, 0, dirty < size ? dirty : size);
       pagemap_set_one(s->start, s);
       atomic_fetch_add_explicit(&xlarge_live, 1, memory_order_relaxed);
       atomic_fetch_add_explicit(&xlarge_bytes, s->map_bytes, memory_order_relaxed);
@@ -209,7 +374,8 @@ void large_free(span_t *s) {
     atomic_fetch_sub_explicit(&xlarge_live, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&xlarge_bytes, s->map_bytes, memory_order_relaxed);
     if (xcache_put(s)) return;
-    os_unmap(s->map_base, s->map_bytes);
+    os_unmap(s->map_base, s->map_bytes); /* every piece: they lie side by side */
+    xpieces_free(s);
     span_desc_free(s);
     return;
   }
@@ -229,6 +395,26 @@ void *large_realloc(span_t *s, size_t size) {
   if (size <= large_max || s->block_size /* aligned */) return NULL;
   size_t bytes = align_up(size, PAGE_SIZE);
   if (bytes == s->map_bytes) { /* a reused mapping may hold more than the block */
+    s->bytes = bytes;
+    return s->start;
+  }
+  if (s->map_next) {
+    /* several mappings: mremap moves one at a time, so a bigger block is
+     * copied; a smaller one keeps its place and gives back its tail */
+    if (bytes > s->map_bytes) return NULL;
+    if (s->map_bytes - bytes >= XPIECE_MIN) {
+      char *end = s->start + bytes;
+      os_unmap(end, s->map_bytes - bytes);
+      span_t **link = &s->map_next;
+      while (*link && (*link)->map_base < end) link = &(*link)->map_next;
+      for (span_t *p = *link, *next; p; p = next) {
+        next = p->map_next;
+        span_desc_free(p);
+      }
+      *link = NULL;
+      atomic_fetch_sub_explicit(&xlarge_bytes, s->map_bytes - bytes, memory_order_relaxed);
+      s->map_bytes = bytes;
+    }
     s->bytes = bytes;
     return s->start;
   }

@@ -262,6 +262,34 @@ void *os_move(void *p, size_t old_size, size_t new_size, void *dest) {
   return NULL;
 }
 
+/* Move the pages of [p, p+size) (inside one mapping) over [dest,
+ * dest+size), part of another read/write mapping of lithe's whose pages
+ * there were never touched: page tables move, no copy and no fault, and
+ * the fresh pages at dest go.  1: moved.  0: refused, both as they were
+ * (if the kernel had unmapped dest first, fresh pages are put back there).
+ * -1: refused, and dest could not be mapped again: the kernel left it
+ * mapped (then it is lithe's still) or another thread mapped into the
+ * hole meanwhile; the two cannot be told apart, so the caller leaves the
+ * range alone rather than unmap what may be someone else's. */
+int os_move_over(void *p, size_t size, void *dest) {
+  count_call();
+  void *q = mremap(p, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, dest);
+  if (q != MAP_FAILED) {
+    /* dest's own pages were unmapped: they are no longer counted */
+    atomic_fetch_sub_explicit(&os_stats.reserved, size, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&os_stats.committed, size, memory_order_relaxed);
+    return 1;
+  }
+  int saved = errno;
+  count_call();
+  void *r = mmap(dest, size, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  errno = saved;
+  if (r == dest) return 0;
+  if (r != MAP_FAILED) { count_call(); munmap(r, size); } /* kernel < 4.17: a hint */
+  return -1;
+}
+
 void os_random(void *buf, size_t n) {
   if (getrandom(buf, n, GRND_NONBLOCK) == (ssize_t)n) return;
   /* Fallback: clock and address entropy. */

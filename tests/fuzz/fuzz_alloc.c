@@ -323,9 +323,11 @@ static size_t pick_size(ctx_t *c) {
   }
   case 11: case 12:                          /* large, up to 16 MiB */
     return u24(c) % (16 * MiB + 1);
-  case 13: {                                 /* the large / xlarge threshold */
+  case 13: {                                 /* the large / xlarge threshold
+                                                (1 MiB) and the former one */
     uint8_t k = byte(c);
-    return 16 * MiB + (size_t)(k % 9) * 4 * KiB - 16 * KiB + (size_t)((k >> 4) % 3) - 1;
+    size_t t = (k & 0x80) ? 16 * MiB : MiB;
+    return t + (size_t)(k % 9) * 4 * KiB - 16 * KiB + (size_t)((k >> 4) % 3) - 1;
   }
   case 14:                                   /* xlarge, 16..48 MiB */
     return 16 * MiB + u24(c) % (32 * MiB);

@@ -1,0 +1,101 @@
+/* regress_xlarge_assemble — a block made of several freed xlarge mappings.
+ *
+ * When no freed mapping holds a request, lithe builds the block from the
+ * biggest ones (mremap grows one and moves the others over its fresh
+ * tail), so the program's churn of big blocks of varying sizes does not
+ * fault their pages in again.  Such a block spans several kernel mappings
+ * side by side: calloc must zero the parts that held old data, realloc
+ * must keep the contents when it shrinks it in place or copies it to grow
+ * it, free must give every piece back to the cache (and lithe_collect(true)
+ * unmap them all), and the pages it reused must not be faulted in again.
+ * Minor faults are counted, not timed: the count is stable. */
+#include "testutil.h"
+#include <malloc.h>
+#include "lithe.h"
+
+#define MiB ((size_t)1 << 20)
+
+static long minflt(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_minflt;
+}
+
+int main(void) {
+  tu_require_lithe();
+  /* never purge on its own: a loaded machine must not expire the cache
+   * between the frees and the malloc */
+  CHECK(mallopt(M_TRIM_THRESHOLD, -1) == 1);
+  lithe_collect(true);
+  lithe_stats_t s0, s1, s2;
+  lithe_stats_get(&s0);
+
+  /* three freed blocks of 6, 5 and 4 MiB (kept apart by live ones, so no
+   * two are one mapping) */
+  static const size_t mb[3] = {6, 5, 4};
+  char *p[3], *sep[3];
+  for (int i = 0; i < 3; i++) {
+    p[i] = malloc(mb[i] * MiB);
+    sep[i] = malloc(2 * MiB);
+    CHECK(p[i] != NULL && sep[i] != NULL);
+    memset(p[i], 0xAA, mb[i] * MiB);
+  }
+  for (int i = 0; i < 3; i++) free(p[i]);
+
+  /* 13 MiB: more than any of them, less than all three */
+  size_t n = 13 * MiB + 100;
+  long f0 = minflt();
+  unsigned char *q = calloc(1, n);
+  CHECK(q != NULL);
+  size_t nonzero = 0;
+  for (size_t i = 0; i < n; i++) nonzero += q[i] != 0;
+  memset(q, 0x5C, n);
+  long faults = minflt() - f0;
+  size_t usable = malloc_usable_size(q);
+  printf("calloc(13 MiB) after freeing 6+5+4 MiB: %zu non-zero bytes, %ld minor faults "
+         "(%zu pages of 4 KiB), usable %zu\n", nonzero, faults, n / 4096, usable);
+  CHECKF(nonzero == 0, "calloc: %zu bytes not zero", nonzero);
+  CHECKF(usable == ((n + 8191) & ~(size_t)8191), "usable %zu for %zu", usable, n);
+  /* on a lithe page, as posix_memalign(8192) takes it (fuzz_alloc: a block
+   * where mremap put it was only 4 KiB aligned) */
+  CHECKF(((uintptr_t)q & 8191) == 0, "block at %p: not 8 KiB aligned", (void *)q);
+  /* 15 MiB freed hold it: only the bookkeeping faults (the block would
+   * fault 3,300 pages if it were fresh) */
+  CHECKF(faults < (long)(n / 4096) / 10, "%ld minor faults: the freed pages were not reused", faults);
+
+  /* shrink in place: the contents stay, the tail goes */
+  unsigned char *r = realloc(q, 7 * MiB);
+  CHECK(r != NULL);
+  for (size_t i = 0; i < 7 * MiB; i += 4093)
+    CHECKF(r[i] == 0x5C, "realloc(7 MiB): byte %zu is %d", i, r[i]);
+  CHECKF(malloc_usable_size(r) == 7 * MiB, "usable %zu after realloc(7 MiB)", malloc_usable_size(r));
+  /* grow: copied (or moved), contents kept */
+  unsigned char *g = realloc(r, 20 * MiB);
+  CHECK(g != NULL);
+  for (size_t i = 0; i < 7 * MiB; i += 4093)
+    CHECKF(g[i] == 0x5C, "realloc(20 MiB): byte %zu is %d", i, g[i]);
+  memset(g, 1, 20 * MiB);
+  lithe_free_sized(g, 20 * MiB);
+
+  /* again: the pieces went back to the cache, and serve the next block */
+  f0 = minflt();
+  q = malloc(n);
+  CHECK(q != NULL);
+  memset(q, 0x33, n);
+  faults = minflt() - f0;
+  printf("malloc(13 MiB) again: %ld minor faults\n", faults);
+  CHECKF(faults < (long)(n / 4096) / 10, "%ld minor faults: freed pieces not reused", faults);
+  free(q);
+  for (int i = 0; i < 3; i++) free(sep[i]);
+
+  lithe_stats_get(&s1);
+  lithe_collect(true);
+  lithe_stats_get(&s2);
+  printf("committed: start %zu KiB, all freed %zu KiB, after lithe_collect(true) %zu KiB\n",
+         s0.committed >> 10, s1.committed >> 10, s2.committed >> 10);
+  CHECKF(s2.committed < s0.committed + 2 * MiB, "committed %zu KiB after lithe_collect(true), %zu at start",
+         s2.committed >> 10, s0.committed >> 10);
+  CHECK(s2.xlarge_live == s0.xlarge_live);
+  printf("regress_xlarge_assemble: OK\n");
+  return 0;
+}
