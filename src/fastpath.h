@@ -19,12 +19,8 @@ void heap_bin_spill(heap_t *h, span_t *s, block_t *b) INTERNAL;
  * out keeps neither the free-list link (word 0) nor the free key (word 1). */
 static inline void *malloc_inline(size_t n) {
   heap_t *h = lithe_tls_heap;
-  size_t i;
-  if (likely(n <= LUT_MAX)) i = (n + 15) >> 4; /* tested first: the common sizes */
-  else if (n <= SMALL_MAX) i = LUT_HI_BASE + ((n + 255) >> 8);
-  else goto slow;
-  {
-    unsigned c = class_lut[i];
+  if (likely(n <= SMALL_MAX)) {
+    unsigned c = class_lut[lut_index(n)];
     block_t *b = h->bin[c];
     if (likely(b != NULL)) {
       lt_assert_block(pagemap_lookup(b), b); /* a corrupted bin stops here (Debug) */
@@ -38,7 +34,6 @@ static inline void *malloc_inline(size_t n) {
       return b;
     }
   }
-slow:
   if (unlikely(n > ALLOC_MAX)) { errno = ENOMEM; return NULL; }
   return heap_malloc_generic(h, n);
 }

@@ -67,13 +67,13 @@
 #endif
 #define SMALL_MAX   ((size_t)1 << SMALL_SHIFT)
 #define NCLASSES    (9 + 4 * (SMALL_SHIFT - 7)) /* 0 unused; 1..8: 16..128 */
-/* Every small size finds its class in one table (class_lut), so the
- * inline fast path serves all of them: 16-byte steps up to 1 KiB (entries
- * 0..64), 256-byte steps above (classes above 1 KiB are multiples of 256):
- * entry LUT_HI_BASE + ceil(n / 256), 65 .. 188 for SMALL_MAX 32 KiB. */
-#define LUT_MAX     1024
-#define LUT_HI_BASE 60          /* ceil(1025 / 256) = 5 -> entry 65 */
-#define LUT_ENTRIES (LUT_HI_BASE + (SMALL_MAX >> 8) + 1)
+/* Every small size finds its class in one table (class_lut), indexed by
+ * ceil(n / 16) up to SMALL_MAX (2049 entries, 2 KiB): one index formula for
+ * every size, so the inline fast path serves all of them with the same
+ * four instructions (a second formula, 256-byte steps above 1 KiB, cost
+ * sizes above 1 KiB a compare and a branch more per malloc). */
+#define LUT_MAX     SMALL_MAX
+#define LUT_ENTRIES (SMALL_MAX / 16 + 1)
 /* LARGE_MAX_CAP 1 MiB: freed xlarge mappings combine into bigger blocks
  * (large.c), page runs only with free neighbours; measured in
  * docs/design.md ("Thresholds"). */
@@ -422,9 +422,7 @@ extern uint32_t class_first_span_bytes[NCLASSES] INTERNAL;
 void sizeclass_init(void) INTERNAL;
 
 /* The class_lut index of a small size (n <= SMALL_MAX). */
-static inline size_t lut_index(size_t n) {
-  return likely(n <= LUT_MAX) ? (n + 15) >> 4 : LUT_HI_BASE + ((n + 255) >> 8);
-}
+static inline size_t lut_index(size_t n) { return (n + 15) >> 4; }
 static inline unsigned size_class(size_t n) { return class_lut[lut_index(n)]; }
 
 /* arena.c: arenas and the page heap */

@@ -4,7 +4,7 @@
  *   class 9..40   4 per power of two:   160 192 224 256 | 320 .. 512 | ...
  *                 ... | 20480 24576 28672 32768
  * size_class() in internal.h maps a size to its class with one table lookup
- * (class_lut: 16-byte steps to 1 KiB, 256-byte steps above).
+ * (class_lut: 16-byte steps up to SMALL_MAX).
  *
  * Measured (tests/sanitize/sizeclass_table.c proves the mapping and the
  * division magic, and fails unless this table is what it measures; rerun
@@ -84,12 +84,10 @@ void sizeclass_init(void) {
   }
   lt_assert_cmp((size_t)class_size[NCLASSES - 1], ==, SMALL_MAX);
   /* size 0 gets the 16-byte class: malloc(0) returns a unique pointer.
-   * Entry i serves every size with that lut_index; the largest such size
-   * decides (i * 16 up to entry 64, then (i - LUT_HI_BASE) * 256). */
+   * Entry i serves the sizes i * 16 - 15 .. i * 16: the largest decides. */
   _Static_assert(NCLASSES <= 256, "class_lut holds uint8_t classes");
-  for (unsigned i = 0; i < LUT_ENTRIES; i++) {
-    size_t n = i == 0 ? 1 : i <= LUT_MAX / 16 ? (size_t)i * 16 : (size_t)(i - LUT_HI_BASE) * 256;
-    unsigned c = 1;
+  for (unsigned i = 0, c = 1; i < LUT_ENTRIES; i++) {
+    size_t n = i == 0 ? 1 : (size_t)i * 16;
     while (c < NCLASSES - 1 && class_size[c] < n) c++;
     class_lut[i] = (uint8_t)c;
   }
