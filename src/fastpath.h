@@ -14,8 +14,9 @@ void heap_bin_spill(heap_t *h, span_t *s, block_t *b) INTERNAL;
 
 /* malloc: every small size (<= SMALL_MAX) is one table lookup away from
  * its class (internal.h, lut_index); pop the heap's bin of that class.
- * Before set-up class_lut is all zero and bin[0] stays NULL, so the first
- * malloc lands in the slow path that sets everything up.  A block handed
+ * Before set-up (and on a thread without a heap yet) h is the shared
+ * empty heap, whose bins are all NULL, so the first malloc lands in the
+ * slow path that sets everything up.  A block handed
  * out keeps neither the free-list link (word 0) nor the free key (word 1). */
 static inline void *malloc_inline(size_t n) {
   heap_t *h = lithe_tls_heap;

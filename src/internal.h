@@ -415,7 +415,7 @@ span_t *span_desc_alloc(void) INTERNAL;
 void span_desc_free(span_t *s) INTERNAL;
 
 /* sizeclass.c */
-extern uint8_t class_lut[LUT_ENTRIES] INTERNAL;
+extern const uint8_t class_lut[LUT_ENTRIES] INTERNAL;
 extern uint32_t class_size[NCLASSES] INTERNAL;
 extern uint32_t class_span_bytes[NCLASSES] INTERNAL;
 extern uint32_t class_first_span_bytes[NCLASSES] INTERNAL;

@@ -4,7 +4,7 @@
  *   class 9..40   4 per power of two:   160 192 224 256 | 320 .. 512 | ...
  *                 ... | 20480 24576 28672 32768
  * size_class() in internal.h maps a size to its class with one table lookup
- * (class_lut: 16-byte steps up to SMALL_MAX).
+ * (class_lut, a constant: 16-byte steps up to SMALL_MAX).
  *
  * Measured (tests/sanitize/sizeclass_table.c proves the mapping and the
  * division magic, and fails unless this table is what it measures; rerun
@@ -60,7 +60,42 @@
  */
 #include "internal.h"
 
-uint8_t class_lut[LUT_ENTRIES];
+/* class_lut is a constant, computed by the compiler: it lies in .rodata,
+ * pages of the library file shared by every process, and costs no
+ * anonymous memory (the 2 KiB table filled at start-up took a page of
+ * each process's RssAnon, the figure the suite's end memory counts).
+ * Entry i serves the sizes 16 i - 15 .. 16 i (entry 0: size 0, the 16-byte
+ * class, so malloc(0) returns a unique pointer).  Up to 128 B the class
+ * is i; above, with k = floor(log2(n - 1)), the size lies in
+ * (2^k, 2^(k+1)], whose 4 classes step by 2^(k-2): class 9 + 4 (k - 7) +
+ * ceil((n - 2^k) / 2^(k-2)) - 1.  sizeclass_init checks every entry
+ * against class_size (Debug), and tests/sanitize/sizeclass_table.c every
+ * size. */
+#define LUT_K(n)     (31 - __builtin_clz((unsigned)(n) - 1u))
+#define LUT_CLASS(n) ((n) <= 128u ? ((n) ? (n) / 16u : 1u) \
+                      : 4u * LUT_K(n) - 20u + (((n) - (1u << LUT_K(n)) + (1u << (LUT_K(n) - 2)) - 1u) >> (LUT_K(n) - 2)))
+#define LUT_E(i)     (uint8_t)LUT_CLASS((unsigned)(i) * 16u)
+#define LUT_E4(i)    LUT_E(i), LUT_E((i) + 1), LUT_E((i) + 2), LUT_E((i) + 3)
+#define LUT_E16(i)   LUT_E4(i), LUT_E4((i) + 4), LUT_E4((i) + 8), LUT_E4((i) + 12)
+#define LUT_E64(i)   LUT_E16(i), LUT_E16((i) + 16), LUT_E16((i) + 32), LUT_E16((i) + 48)
+#define LUT_E256(i)  LUT_E64(i), LUT_E64((i) + 64), LUT_E64((i) + 128), LUT_E64((i) + 192)
+#define LUT_E1024(i) LUT_E256(i), LUT_E256((i) + 256), LUT_E256((i) + 512), LUT_E256((i) + 768)
+const uint8_t class_lut[LUT_ENTRIES] = {
+#if SMALL_SHIFT == 13
+    LUT_E256(0), LUT_E256(256), LUT_E(512)
+#elif SMALL_SHIFT == 14
+    LUT_E1024(0), LUT_E(1024)
+#elif SMALL_SHIFT == 15
+    LUT_E1024(0), LUT_E1024(1024), LUT_E(2048)
+#elif SMALL_SHIFT == 16
+    LUT_E1024(0), LUT_E1024(1024), LUT_E1024(2048), LUT_E1024(3072), LUT_E(4096)
+#elif SMALL_SHIFT == 17
+    LUT_E1024(0), LUT_E1024(1024), LUT_E1024(2048), LUT_E1024(3072),
+    LUT_E1024(4096), LUT_E1024(5120), LUT_E1024(6144), LUT_E1024(7168), LUT_E(8192)
+#else
+#error "class_lut is spelled out for SMALL_SHIFT 13..17"
+#endif
+};
 uint32_t class_size[NCLASSES];
 uint32_t class_span_bytes[NCLASSES];
 uint32_t class_first_span_bytes[NCLASSES];
@@ -83,12 +118,14 @@ void sizeclass_init(void) {
     lt_assert_cmp(class_size[c], >, class_size[c - 1]);
   }
   lt_assert_cmp((size_t)class_size[NCLASSES - 1], ==, SMALL_MAX);
-  /* size 0 gets the 16-byte class: malloc(0) returns a unique pointer.
-   * Entry i serves the sizes i * 16 - 15 .. i * 16: the largest decides. */
   _Static_assert(NCLASSES <= 256, "class_lut holds uint8_t classes");
-  for (unsigned i = 0, c = 1; i < LUT_ENTRIES; i++) {
+  /* class_lut (constant) agrees with class_size: entry i's class is the
+   * smallest that holds 16 i bytes (1 byte for entry 0) */
+  for (unsigned i = 0; i < LUT_ENTRIES; i++) {
     size_t n = i == 0 ? 1 : (size_t)i * 16;
-    while (c < NCLASSES - 1 && class_size[c] < n) c++;
-    class_lut[i] = (uint8_t)c;
+    unsigned c = class_lut[i];
+    lt_assert_v(c >= 1 && c < NCLASSES && class_size[c] >= n && class_size[c - 1] < n, i);
+    (void)n;
+    (void)c;
   }
 }
