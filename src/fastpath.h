@@ -16,8 +16,8 @@ void heap_bin_spill(heap_t *h, span_t *s, block_t *b) INTERNAL;
  * its class (internal.h, lut_index); pop the heap's bin of that class.
  * Before set-up (and on a thread without a heap yet) h is the shared
  * empty heap, whose bins are all NULL, so the first malloc lands in the
- * slow path that sets everything up.  A block handed
- * out keeps neither the free-list link (word 0) nor the free key (word 1). */
+ * slow path that sets everything up.  A block handed out keeps neither
+ * the free-list link (word 0) nor the free key (word 1). */
 static inline void *malloc_inline(size_t n) {
   heap_t *h = lithe_tls_heap;
   if (likely(n <= SMALL_MAX)) {
@@ -49,8 +49,9 @@ static inline void span_push(heap_t *h, span_t *s, block_t *b) {
   if (unlikely((int32_t)--s->used <= s->free_trigger)) heap_free_local_slow(h, s);
 }
 
-/* The owner's free: push on its bin while it has room, else on the span
- * (no walk, no lookup: the span is in hand).  The key in word 1 marks the
+/* The owner's free (the slow path's; free_inline spells it out with the
+ * head check): push on its bin while it has room, else on the span (no
+ * walk, no lookup: the span is in hand).  The key in word 1 marks the
  * block free. */
 static inline void bin_push(heap_t *h, span_t *s, block_t *b, uintptr_t key) {
   unsigned c = s->cls;
@@ -65,8 +66,8 @@ static inline void bin_push(heap_t *h, span_t *s, block_t *b, uintptr_t key) {
 
 /* Lemire's divisibility test: off is a block start <=> off * M < M
  * (mod 2^64), M = 2^64 / block size rounded up, for off < 2^32 (spans are
- * smaller).  Written "< M", not "<= M - 1", so M is loaded once and used
- * from memory by the multiply and the compare (3 instructions, was 5). */
+ * smaller).  Written "< M", not "<= M - 1", so M is loaded once and
+ * serves the multiply and the compare (two instructions fewer). */
 static inline bool small_block_start(const span_t *s, size_t off) {
   return off * s->div_magic < s->div_magic;
 }
