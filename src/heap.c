@@ -206,7 +206,7 @@ static void heap_bins_flush(heap_t *h) {
  * since this heap last looked (every purge delay / 4 while pages move,
  * arena.c), the bins go back to the spans, so blocks a program freed and
  * stopped using reach the page heap and its purge.  Looked at in the
- * slow paths: bin refill, large malloc and free. */
+ * slow paths: bin refill, a free into a full bin, large malloc and free. */
 void heap_decay(heap_t *h) {
   uint32_t e = atomic_load_explicit(&pages_epoch, memory_order_relaxed);
   if (likely(e == h->epoch)) return;
