@@ -59,7 +59,9 @@ _Atomic size_t large_live, xlarge_live, xlarge_bytes, xlarge_cached_bytes;
                                         above, 16 ranges biggest first:
                                         1 MiB 18.9k faults, 256 KiB 24.6k */
 static span_list_t xcache;
-static size_t xcache_n;
+/* Written under pages_lock; xcache_take peeks at it without the lock (a
+ * stale 0 only maps afresh), so it is atomic, read and written relaxed. */
+static _Atomic size_t xcache_n;
 
 /* What the pagemap says for the start of a freed (or moved) xlarge block:
  * a second free is then reported as a double free, not as a pointer lithe
@@ -87,14 +89,14 @@ static void xcache_add_locked(span_t *r, uint64_t freed_ms) {
   r->map_next = NULL;
   r->freed_ms = freed_ms;
   list_push_front(&xcache, r);
-  xcache_n++;
+  atomic_fetch_add_explicit(&xcache_n, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&xlarge_cached_bytes, r->map_bytes, memory_order_relaxed);
 }
 
 static void xcache_del_locked(span_t *r) {
   lt_assert_held(&pages_lock);
   list_remove(&xcache, r);
-  xcache_n--;
+  atomic_fetch_sub_explicit(&xcache_n, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&xlarge_cached_bytes, r->map_bytes, memory_order_relaxed);
 }
 
@@ -106,7 +108,7 @@ static span_t *xcache_trim_locked(uint64_t now, bool all) {
   for (span_t *s = xcache.last, *prev; s; s = prev) {
     prev = s->prev;
     bool expired = delay >= 0 && now - s->freed_ms >= (uint64_t)delay;
-    if (!all && !expired && xcache_n <= XCACHE_MAX &&
+    if (!all && !expired && atomic_load_explicit(&xcache_n, memory_order_relaxed) <= XCACHE_MAX &&
         atomic_load_explicit(&xlarge_cached_bytes, memory_order_relaxed) <= XCACHE_MAX_BYTES)
       break;
     xcache_del_locked(s);
@@ -118,7 +120,8 @@ static span_t *xcache_trim_locked(uint64_t now, bool all) {
 
 void xcache_expire(uint64_t now, bool all) {
   lt_assert_held(&pages_lock);
-  if (xcache_n) xcache_unmap_list(xcache_trim_locked(now, all));
+  if (atomic_load_explicit(&xcache_n, memory_order_relaxed))
+    xcache_unmap_list(xcache_trim_locked(now, all));
 }
 
 /* Free the descriptors of a block's other pieces (its mapping is gone). */
@@ -224,7 +227,8 @@ refused:
 /* Cached memory for a block of `bytes`, or NULL.  *dirty: how many leading
  * bytes of it hold old data (the rest reads as zero). */
 static span_t *xcache_take(size_t bytes, size_t *dirty) {
-  if (!xcache_n) return NULL; /* a racy peek: a miss only maps afresh */
+  /* a racy peek: a miss only maps afresh */
+  if (!atomic_load_explicit(&xcache_n, memory_order_relaxed)) return NULL;
   pthread_mutex_lock(&pages_lock);
   span_t *best = NULL;
   for (span_t *r = xcache.first; r; r = r->next)
