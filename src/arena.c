@@ -97,10 +97,17 @@ static void merge_age(span_t *into, const span_t *other) {
   if (!into->dirty || other->bytes > into->bytes) into->freed_ms = other->freed_ms;
 }
 
-/* Put a run back, merged with free neighbours. */
-static void insert_coalesced(span_t *s) {
+/* Put a run back, merged with the free neighbours on the sides asked for.
+ * A split asks only for the side away from the run it was cut from: the
+ * page on that run's side is one of its interior pages, whose pagemap entry
+ * is stale until pages_alloc sets the run's pages, and may name a
+ * descriptor freed by an earlier merge that another thread is filling in
+ * again outside pages_lock (span_desc_alloc; TSan saw it in
+ * tsan_fork_threads).  That run is not FREE, so nothing merges there. */
+enum { MERGE_BEFORE = 1, MERGE_AFTER = 2, MERGE_BOTH = 3 };
+static void insert_coalesced_sides(span_t *s, int sides) {
   arena_t *a = s->arena;
-  span_t *t = free_neighbour(a, s->start - PAGE_SIZE, s->start, true);
+  span_t *t = sides & MERGE_BEFORE ? free_neighbour(a, s->start - PAGE_SIZE, s->start, true) : NULL;
   if (t) {
     bin_remove(t);
     merge_age(t, s);
@@ -109,7 +116,7 @@ static void insert_coalesced(span_t *s) {
     span_desc_free(s);
     s = t;
   }
-  t = free_neighbour(a, s->start + s->bytes, s->start + s->bytes, false);
+  t = sides & MERGE_AFTER ? free_neighbour(a, s->start + s->bytes, s->start + s->bytes, false) : NULL;
   if (t) {
     bin_remove(t);
     merge_age(s, t);
@@ -120,6 +127,8 @@ static void insert_coalesced(span_t *s) {
   s->kind = SPAN_FREE;
   bin_insert(s);
 }
+
+static void insert_coalesced(span_t *s) { insert_coalesced_sides(s, MERGE_BOTH); }
 
 /* Split the first `bytes` off run s into a new free run. */
 static bool split_front(span_t *s, size_t bytes) {
@@ -133,7 +142,7 @@ static bool split_front(span_t *s, size_t bytes) {
   t->freed_ms = s->freed_ms;
   s->start += bytes;
   s->bytes -= bytes;
-  insert_coalesced(t); /* s is no longer FREE: only a run before t merges */
+  insert_coalesced_sides(t, MERGE_BEFORE); /* after t lies s, not FREE */
   return true;
 }
 
@@ -148,7 +157,7 @@ static bool split_tail(span_t *s, size_t bytes) {
   t->dirty = s->dirty;
   t->freed_ms = s->freed_ms;
   s->bytes = bytes;
-  insert_coalesced(t);
+  insert_coalesced_sides(t, MERGE_AFTER); /* before t lies s, not FREE */
   return true;
 }
 
