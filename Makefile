@@ -9,6 +9,8 @@
 #   make debug  build-debug/: lithe with its assertions and lock-rank checks
 #               (CMAKE_BUILD_TYPE=Debug); `make test` runs the suite on it too
 #   make secure build/liblithe-secure.so: the hardened build (docs/reliability.md)
+#   make valgrind build/liblithe-valgrind.so: memcheck client requests, for
+#               LD_PRELOAD=build/liblithe-valgrind.so valgrind --leak-check=full PROG
 #   make soak [SOAK_SECONDS=1800] [SOAK_THREADS=4]  long mixed multi-threaded
 #               run with content checks (not part of make test)
 BUILD ?= build
@@ -19,7 +21,7 @@ PREFIX ?= /usr/local
 # install_manifest.txt (without DESTDIR) is rewritten by every install, the tests' too
 MANIFEST = $(BUILD)/lithe-install-manifest.txt
 
-.PHONY: all test bench clean install uninstall deb debug test-debug secure soak
+.PHONY: all test bench clean install uninstall deb debug test-debug secure valgrind soak
 
 all:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -35,6 +37,9 @@ debug:
 
 secure: all
 	@ls -l $(BUILD)/liblithe-secure.so
+
+valgrind: all
+	@ls -l $(BUILD)/liblithe-valgrind.so
 
 SOAK_SECONDS ?= 1800
 SOAK_THREADS ?= 4

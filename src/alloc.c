@@ -63,7 +63,7 @@
 #include "internal.h"
 #include "fastpath.h"
 
-void *lt_malloc(size_t n) { return malloc_inline(n); }
+void *lt_malloc(size_t n) { return malloc_api(n); }
 
 /* ---- pointer validation ------------------------------------------------ */
 
@@ -118,7 +118,7 @@ NOINLINE void free_slow(void *p, const char *op) {
     bool own = atomic_load_explicit(&s->owner, memory_order_relaxed) == h;
     /* suspects: the free key in place, or (the owner's block) b at the
      * head of its bin, where the last free put it, key overwritten since */
-    if ((b->key == lithe_free_key || (own && b == h->bin[s->cls])) && is_double_free(s, b)) {
+    if ((block_key(b) == lithe_free_key || (own && b == h->bin[s->cls])) && is_double_free(s, b)) {
       lithe_report(op, p, "double free");
       return;
     }
@@ -135,13 +135,14 @@ NOINLINE void free_slow(void *p, const char *op) {
   large_free(s);
 }
 
-void lt_free(void *p) { free_inline(p); }
+void lt_free(void *p) { free_api(p); }
 /* The size must be the block's: at most its usable size, and for a large
  * or xlarge object (whole pages, exactly what the request rounded to, a
  * size 0 one page) more than one page less.  A small block's lower bound
  * is not checked: an aligned request or an in-place realloc gives a class
  * above the size's. */
 void lt_free_sized(void *p, size_t size) {
+  size = lt_vg_pad(size); /* valgrind build: the size lithe was asked for */
   span_t *s = pagemap_lookup(p);
   if (s && (s->kind == SPAN_SMALL ? size > s->block_size
                                   : (s->kind == SPAN_LARGE || s->kind == SPAN_XLARGE) &&
@@ -150,13 +151,13 @@ void lt_free_sized(void *p, size_t size) {
     lithe_report("free_sized", p, "size does not match the block's");
     return;
   }
-  free_inline(p);
+  free_api(p);
 }
 
 /* ---- calloc, realloc --------------------------------------------------- */
 
-static size_t usable_of(const span_t *s) {
-  return s->kind == SPAN_SMALL ? s->block_size : s->bytes;
+static size_t usable_of(const span_t *s) { /* valgrind build: less its gap */
+  return (s->kind == SPAN_SMALL ? s->block_size : s->bytes) - LT_VG_PAD;
 }
 
 void *lt_calloc(size_t count, size_t size) {
@@ -165,37 +166,43 @@ void *lt_calloc(size_t count, size_t size) {
   if (n > SMALL_MAX) {
     lithe_process_init();
     heap_t *h = lithe_tls_heap;
-    if (h != &lithe_empty_heap && prof_tick(h, n)) return prof_alloc(n, 0, true);
-    return large_alloc_zero(n, 0, true);
+    if (h != &lithe_empty_heap && prof_tick(h, n)) return lt_vg_malloced(prof_alloc(lt_vg_pad(n), 0, true), true);
+    return lt_vg_malloced(large_alloc_zero(lt_vg_pad(n), 0, true), true);
   }
-  void *p = malloc_inline(n);
+  void *p = malloc_api(n);
   if (p) memset(p, 0, n);
   return p;
 }
 
 void *lt_realloc(void *p, size_t n) {
-  if (p == NULL) return malloc_inline(n);
-  if (n == 0) { free_slow(p, "realloc"); return NULL; } /* as glibc */
+  if (p == NULL) return malloc_api(n);
+  if (n == 0) { /* as glibc */
+    if (lt_vg_freeing(p)) free_slow(p, "realloc");
+    return NULL;
+  }
   span_t *s = checked_span("realloc", p);
   if (!s) { errno = EINVAL; return NULL; } /* reported; LITHE_ON_ERROR=ignore */
   if (unlikely(n > ALLOC_MAX)) { errno = ENOMEM; return NULL; }
   size_t usable = usable_of(s);
   if (s->kind == SPAN_SMALL) {
     block_t *b = p;
-    if (unlikely(b->key == lithe_free_key) && is_double_free(s, b)) {
+    if (unlikely(block_key(b) == lithe_free_key) && is_double_free(s, b)) {
       lithe_report("realloc", p, "double free (realloc of a freed block)");
       return NULL;
     }
     /* stay in place unless shrinking below half the block */
     if (n <= usable && (n > usable / 2 || usable <= 16)) return p;
   } else if (likely(s->prof == NULL)) { /* a sampled block moves: counted anew */
-    void *q = large_realloc(s, n);
-    if (q) return q;
+    void *q = large_realloc(s, lt_vg_pad(n));
+    if (q) { /* valgrind build: always in place (large_realloc) */
+      lt_vg_resized(q, usable, usable_of(s));
+      return q;
+    }
   }
-  void *q = malloc_inline(n);
+  void *q = malloc_api(n);
   if (!q) return NULL; /* p is untouched, errno is ENOMEM */
   memcpy(q, p, n < usable ? n : usable);
-  free_inline(p);
+  free_api(p);
   return q;
 }
 
@@ -210,7 +217,7 @@ void *lt_reallocarray(void *p, size_t count, size_t size) {
 /* align: a power of two.  Small blocks sit at span start (8 KiB aligned) +
  * i * class size, so a class whose size is a multiple of align gives
  * aligned blocks; otherwise a page run (large) or a mapping (xlarge). */
-static void *aligned_inner(size_t align, size_t n) {
+static void *aligned_raw(size_t align, size_t n) {
   if (align <= 16) return malloc_inline(n);
   if (unlikely(n > ALLOC_MAX || align > ALLOC_MAX)) { errno = ENOMEM; return NULL; }
   lithe_process_init();
@@ -227,6 +234,9 @@ static void *aligned_inner(size_t align, size_t n) {
     }
   }
   return large_alloc(n ? n : 1, align);
+}
+static inline void *aligned_inner(size_t align, size_t n) {
+  return lt_vg_malloced(aligned_raw(align, lt_vg_pad(n)), false);
 }
 
 static inline bool pow2(size_t a) { return a != 0 && (a & (a - 1)) == 0; }
@@ -264,7 +274,7 @@ void *lt_pvalloc(size_t n) {
 size_t lt_malloc_usable_size(const void *p) {
   if (!p) return 0;
   span_t *s = checked_span("malloc_usable_size", p);
-  if (s && s->kind == SPAN_SMALL && ((const block_t *)p)->key == lithe_free_key &&
+  if (s && s->kind == SPAN_SMALL && block_key(p) == lithe_free_key &&
       is_double_free(s, (block_t *)p)) {
     lithe_report("malloc_usable_size", p, "freed block");
     return 0;

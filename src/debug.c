@@ -8,6 +8,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "internal.h"
+#if LITHE_VALGRIND
+#include <sched.h>
+#include "fastpath.h"
+#endif
 
 /* ---- layout the code relies on ------------------------------------------ */
 
@@ -233,5 +237,128 @@ bool lithe_fault_meta(const char *what) { return fault(&faults[1], what); }
 void lithe_verify(void) {
   pages_verify();
   heap_verify(lithe_tls_heap);
+}
+#endif
+
+/* ---- valgrind mode (make valgrind; debug.h says what it marks) ------------ */
+#if LITHE_VALGRIND
+void *lithe_vg_malloced(void *p, bool zeroed) {
+  if (p) {
+    span_t *s = pagemap_lookup(p);
+    size_t usable = (s->kind == SPAN_SMALL ? s->block_size : s->bytes) - LT_VG_PAD;
+    VALGRIND_MALLOCLIKE_BLOCK(p, usable, 0, zeroed);
+  }
+  return p;
+}
+
+/* Quarantine: a freed block is handed back to lithe only after 20 MiB
+ * more have been freed (or 65536 blocks), as valgrind's own malloc does.
+ * Memcheck keeps the last 20 MiB of freed blocks (--freelist-vol) to say
+ * which one a bad access hit, and it searches them oldest first: were a
+ * block reused at once, as lithe's LIFO bins do, a use after free would be
+ * described with the free of an earlier block at the same address.
+ * Blocks over 1 MiB are given back at once (memcheck lets them out of its
+ * list first too, --freelist-big-blocks): a program that frees a big
+ * reserve to retry a failed allocation (a new_handler) gets the room.  A
+ * spin flag, not a mutex (no lock-rank entry, no fork handler): a free
+ * that finds it taken (or a child that a fork left it taken in) frees at
+ * once. */
+#define QUARANTINE_BYTES ((size_t)20 << 20)
+#define QUARANTINE_SLOTS 65536
+#define QUARANTINE_BIG ((size_t)1 << 20)
+static atomic_flag quarantine_busy = ATOMIC_FLAG_INIT;
+static void *quarantine[QUARANTINE_SLOTS];
+static size_t quarantine_size[QUARANTINE_SLOTS];
+static size_t quarantine_head, quarantine_count, quarantine_bytes;
+
+static size_t usable_of_block(const void *p) {
+  span_t *s = pagemap_lookup(p);
+  if (!s) return 0;
+  return s->kind == SPAN_SMALL ? s->block_size : s->bytes;
+}
+
+/* Memcheck's own verdict decides: it reports a free of anything but a live
+ * block (a double free with the stacks of both frees and the malloc), and
+ * its error count then grows.  Outside valgrind both counts are 0 and the
+ * block is freed at once.  True: lithe frees p now; false: not (reported,
+ * or kept in quarantine). */
+bool lithe_vg_freeing(void *p) {
+  if (!p) return true;
+  unsigned before = VALGRIND_COUNT_ERRORS;
+  VALGRIND_FREELIKE_BLOCK(p, 0);
+  if (VALGRIND_COUNT_ERRORS != before) return false;
+  if (!RUNNING_ON_VALGRIND ||
+      atomic_flag_test_and_set_explicit(&quarantine_busy, memory_order_acquire))
+    return true;
+  size_t n = usable_of_block(p);
+  if (n > QUARANTINE_BIG) {
+    atomic_flag_clear_explicit(&quarantine_busy, memory_order_release);
+    return true;
+  }
+  void *out[8];
+  unsigned nout = 0;
+  while (quarantine_count && nout < 8 &&
+         (quarantine_count == QUARANTINE_SLOTS || quarantine_bytes + n > QUARANTINE_BYTES)) {
+    size_t i = (quarantine_head + QUARANTINE_SLOTS - quarantine_count) % QUARANTINE_SLOTS;
+    out[nout++] = quarantine[i];
+    quarantine[i] = NULL; /* no stale address for the leak search to find */
+    quarantine_bytes -= quarantine_size[i];
+    quarantine_count--;
+  }
+  bool now = quarantine_count == QUARANTINE_SLOTS;
+  if (!now) {
+    quarantine[quarantine_head] = p;
+    quarantine_size[quarantine_head] = n;
+    quarantine_head = (quarantine_head + 1) % QUARANTINE_SLOTS;
+    quarantine_count++;
+    quarantine_bytes += n;
+  }
+  atomic_flag_clear_explicit(&quarantine_busy, memory_order_release);
+  for (unsigned i = 0; i < nout; i++) free_inline(out[i]); /* no lithe lock held */
+  return now;
+}
+
+/* lithe_heap_destroy frees its spans whole: first every quarantined block
+ * (some may be that heap's) */
+void lithe_vg_quarantine_flush(void) {
+  for (unsigned spins = 0;;) {
+    void *p = NULL;
+    if (atomic_flag_test_and_set_explicit(&quarantine_busy, memory_order_acquire)) {
+      if (++spins > 1000000) return; /* a fork left it taken */
+      sched_yield();
+      continue;
+    }
+    if (quarantine_count) {
+      size_t i = (quarantine_head + QUARANTINE_SLOTS - quarantine_count) % QUARANTINE_SLOTS;
+      p = quarantine[i];
+      quarantine[i] = NULL;
+      quarantine_bytes -= quarantine_size[i];
+      quarantine_count--;
+    }
+    atomic_flag_clear_explicit(&quarantine_busy, memory_order_release);
+    if (!p) return;
+    free_inline(p);
+  }
+}
+
+void lithe_vg_discard(span_t *s) {
+  if (s->kind != SPAN_SMALL) {
+    VALGRIND_FREELIKE_BLOCK(s->start, 0);
+    return;
+  }
+  for (char *b = s->start; b < span_bump(s); b += s->block_size)
+    if (lithe_vg_addressable(b, 1)) VALGRIND_FREELIKE_BLOCK(b, 0);
+}
+
+void lithe_vg_resized(void *p, size_t from, size_t to) {
+  if (from != to) VALGRIND_RESIZEINPLACE_BLOCK(p, from, to, 0);
+}
+
+/* VALGRIND_GET_VBITS reports nothing: 3 when a byte is not addressable,
+ * 1 when all are, 0 outside valgrind. */
+int lithe_vg_addressable(const void *p, size_t n) {
+  unsigned char vbits[16];
+  if (n > sizeof vbits) n = sizeof vbits;
+  return VALGRIND_GET_VBITS(p, vbits, n) == 1;
 }
 #endif

@@ -100,4 +100,77 @@ _Bool lithe_fault_meta(const char *what) __attribute__((visibility("hidden")));
 #define lt_assert_block(s, b)   ((void)sizeof(s), (void)sizeof(b))
 #endif
 
+/* ---- valgrind mode -----------------------------------------------------
+ * -DLITHE_VALGRIND=1 (make valgrind: build/liblithe-valgrind.so) tells
+ * memcheck what lithe does with its memory, so that a program run under
+ * `valgrind --leak-check=full` gets its leaks and invalid accesses reported
+ * as under glibc's malloc.  Memcheck sees an anonymous mapping as defined
+ * memory; this build marks every block lithe hands out with
+ * VALGRIND_MALLOCLIKE_BLOCK (its usable size: a program may use all of
+ * it), every freed one with VALGRIND_FREELIKE_BLOCK (no access until it
+ * is handed out again), a small span's memory no-access when it is set up,
+ * and opens (MAKE_MEM_DEFINED) the link or key word of a free block just
+ * for lithe's own read or write of it, closing it again (MAKE_MEM_NOACCESS)
+ * before the block can reach another thread.  The calls are memcheck's
+ * client requests: a few instructions each (a no-op sequence) outside
+ * valgrind, present only in this build. */
+#ifndef LITHE_VALGRIND
+#define LITHE_VALGRIND 0
+#endif
+/* Valgrind build: the last 16 bytes of every block are never the
+ * program's (each request is 16 bytes bigger; memcheck is told the block
+ * ends 16 bytes before lithe's block does).  Memcheck describes a bad
+ * address by the oldest freed block within 16 bytes of it (its redzone);
+ * were blocks adjacent, as lithe's are, a use after free in a block's
+ * first 16 bytes would be blamed on its older freed neighbour.  The gap
+ * also makes an overflow past a block's end an invalid write, as under
+ * glibc.  Sizes past 2^62 fail anyway and are left alone. */
+#define LT_VG_PAD ((size_t)(LITHE_VALGRIND ? 16 : 0))
+#define lt_vg_pad(n) (LITHE_VALGRIND && (n) <= ((size_t)1 << 62) ? (n) + LT_VG_PAD : (n))
+#if LITHE_VALGRIND
+#include <stddef.h>
+#include <valgrind/memcheck.h>
+#include <valgrind/valgrind.h>
+#define lt_vg_open(p, n)      ((void)VALGRIND_MAKE_MEM_DEFINED((p), (n)))
+#define lt_vg_close(p, n)     ((void)VALGRIND_MAKE_MEM_NOACCESS((p), (n)))
+#define lt_vg_writable(p, n)  ((void)VALGRIND_MAKE_MEM_UNDEFINED((p), (n)))
+/* lithe's metadata: descriptors hold the start of the block they describe
+ * (a large object's, a span's first block), which is no reference of the
+ * program's; without this memcheck's leak search finds every such block
+ * "still reachable".  Memcheck's ignored ranges are left out of the leak
+ * search (and out of address-error reports, which memory lithe has mapped
+ * read/write never gets anyway). */
+#define lt_vg_hide(p, n)      ((void)VALGRIND_DISABLE_ADDR_ERROR_REPORTING_IN_RANGE((p), (n)))
+/* debug.c: p (NULL or a block just handed out) marked as allocated */
+void *lithe_vg_malloced(void *p, _Bool zeroed) __attribute__((visibility("hidden")));
+/* before lithe frees p: memcheck marks it freed, or reports an invalid
+ * free (then false: p is left alone, as glibc's free under memcheck does) */
+_Bool lithe_vg_freeing(void *p) __attribute__((visibility("hidden")));
+/* a block resized in place from `from` to `to` usable bytes */
+void lithe_vg_resized(void *p, size_t from, size_t to) __attribute__((visibility("hidden")));
+/* 1: memcheck says [p, p+n) is addressable (a live block); 0: not, or not
+ * running under valgrind */
+int lithe_vg_addressable(const void *p, size_t n) __attribute__((visibility("hidden")));
+/* lithe_heap_destroy frees a span (or a large object) whole: the blocks
+ * still allocated in it are marked freed */
+struct span_s;
+void lithe_vg_discard(struct span_s *s) __attribute__((visibility("hidden")));
+void lithe_vg_quarantine_flush(void) __attribute__((visibility("hidden")));
+#define lt_vg_discard(s)          lithe_vg_discard(s)
+#define lt_vg_quarantine_flush()  lithe_vg_quarantine_flush()
+#define lt_vg_malloced(p, zeroed) lithe_vg_malloced((p), (zeroed))
+#define lt_vg_freeing(p)          lithe_vg_freeing(p)
+#define lt_vg_resized(p, from, to) lithe_vg_resized((p), (from), (to))
+#else
+#define lt_vg_open(p, n)           ((void)sizeof(p), (void)sizeof(n))
+#define lt_vg_close(p, n)          ((void)sizeof(p), (void)sizeof(n))
+#define lt_vg_writable(p, n)       ((void)sizeof(p), (void)sizeof(n))
+#define lt_vg_hide(p, n)           ((void)sizeof(p), (void)sizeof(n))
+#define lt_vg_discard(s)           ((void)sizeof(s))
+#define lt_vg_quarantine_flush()   ((void)0)
+#define lt_vg_malloced(p, zeroed)  ((void)sizeof(zeroed), (p))
+#define lt_vg_freeing(p)           ((void)sizeof(p), 1)
+#define lt_vg_resized(p, from, to) ((void)sizeof(p), (void)sizeof(from), (void)sizeof(to))
+#endif
+
 #endif

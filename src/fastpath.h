@@ -30,8 +30,7 @@ static inline void *malloc_inline(size_t n) {
       if (prof_due(h, n)) return prof_malloc(n, h); /* a tail jump; n stays in its register */
       h->bin[c] = block_pop_next(b);
       h->bin_room[c]++;
-      b->next = NULL; /* a block handed out holds no heap address */
-      b->key = 0;
+      block_clear(b); /* a block handed out holds no heap address */
       return b;
     }
   }
@@ -55,7 +54,7 @@ static inline void span_push(heap_t *h, span_t *s, block_t *b) {
  * block free. */
 static inline void bin_push(heap_t *h, span_t *s, block_t *b, uintptr_t key) {
   unsigned c = s->cls;
-  b->key = key;
+  block_set_key(b, key);
   if (likely(--h->bin_room[c] >= 0)) {
     block_set_next(b, h->bin[c]);
     h->bin[c] = b;
@@ -90,7 +89,7 @@ static inline void free_inline(void *p) {
   size_t off = (size_t)((char *)p - s->start);
   block_t *b = p;
   uintptr_t key = lithe_free_key;
-  if (unlikely(off >= span_carved(s) || !small_block_start(s, off) || b->key == key)) goto slow;
+  if (unlikely(off >= span_carved(s) || !small_block_start(s, off) || block_key(b) == key)) goto slow;
   heap_t *h = lithe_tls_heap;
   if (unlikely(atomic_load_explicit(&s->owner, memory_order_relaxed) != h)) {
     heap_free_remote(s, b);
@@ -100,7 +99,7 @@ static inline void free_inline(void *p) {
   block_t *head = h->bin[c];
   /* b at the head of the bin: freed just before, its key overwritten */
   if (unlikely(b == head)) goto slow;
-  b->key = key;
+  block_set_key(b, key);
   /* decrement first (one read-modify-write and a sign test); a full bin
    * undoes it, off the fast path */
   if (likely(--h->bin_room[c] >= 0)) {
@@ -113,6 +112,13 @@ static inline void free_inline(void *p) {
   return;
 slow:
   free_slow(p, "free");
+}
+
+/* The program's malloc and free (override.c, alloc.c): the two above, and
+ * in the valgrind build memcheck told of the block (debug.h). */
+static inline void *malloc_api(size_t n) { return lt_vg_malloced(malloc_inline(lt_vg_pad(n)), false); }
+static inline void free_api(void *p) {
+  if (lt_vg_freeing(p)) free_inline(p);
 }
 
 #endif

@@ -219,8 +219,7 @@ static inline void *bin_pop(heap_t *h, unsigned cls) {
   lt_assert_block(pagemap_lookup(b), b);
   h->bin[cls] = block_pop_next(b);
   h->bin_room[cls]++;
-  b->next = NULL; /* as malloc_inline: no free-list link left behind */
-  b->key = 0;
+  block_clear(b); /* as malloc_inline: no free-list link left behind */
   return b;
 }
 
@@ -246,8 +245,7 @@ static void *bin_refill(heap_t *h, span_t *s, unsigned cls) {
   s->used += n;
   h->bin[cls] = block_pop_next(b);
   h->bin_room[cls] = (int32_t)cap - (int32_t)(n - 1);
-  b->next = NULL;
-  b->key = 0;
+  block_clear(b);
   return b;
 }
 
@@ -586,7 +584,7 @@ void heap_free_local_slow(heap_t *h, span_t *s) {
 }
 
 void heap_free_remote(span_t *s, block_t *b) {
-  b->key = lithe_free_key;
+  block_set_key(b, lithe_free_key);
   uintptr_t tf = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
   uintptr_t state;
   for (;;) {
@@ -765,6 +763,7 @@ static void span_discard(span_t *s, void *arg) {
   s->free = NULL;
   s->nfree = 0;
   s->used = 0;
+  lt_vg_discard(s); /* valgrind build: its live blocks marked freed */
   span_to_pages(s);
 }
 
@@ -920,7 +919,7 @@ static void span_verify(heap_t *h, span_t *s, unsigned cls) {
   uint32_t nfree = 0;
   for (block_t *b = s->free; b; b = block_next(b)) {
     lt_assert_block(s, b);
-    lt_assert_cmp(b->key, ==, lithe_free_key);
+    lt_assert_cmp(block_key(b), ==, lithe_free_key);
     lt_assert_cmp(++nfree, <=, s->capacity);
   }
   /* every carved block is out (used, remote frees included) or free */

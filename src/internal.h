@@ -271,11 +271,18 @@ static inline uintptr_t link_mask(const block_t *at) { return lithe_link_secret 
 #else
 static inline uintptr_t link_mask(const block_t *at) { (void)at; return 0; }
 #endif
+/* (valgrind build: lt_vg_open / lt_vg_close make the word accessible to
+ * memcheck for just this access of a free block; nothing in the others) */
 static inline block_t *block_next(const block_t *b) {
-  return (block_t *)((uintptr_t)b->next ^ link_mask(b));
+  lt_vg_open(&b->next, sizeof b->next);
+  block_t *n = (block_t *)((uintptr_t)b->next ^ link_mask(b));
+  lt_vg_close(&b->next, sizeof b->next);
+  return n;
 }
 static inline void block_set_next(block_t *b, block_t *next) {
+  lt_vg_open(&b->next, sizeof b->next);
   b->next = (block_t *)((uintptr_t)next ^ link_mask(b));
+  lt_vg_close(&b->next, sizeof b->next);
 }
 #if LITHE_SECURE
 block_t *lithe_link_corrupt(block_t *b) INTERNAL; /* reports; NULL */
@@ -285,8 +292,33 @@ static inline block_t *block_pop_next(block_t *b) {
   return n;
 }
 #else
-static inline block_t *block_pop_next(block_t *b) { return b->next; }
+static inline block_t *block_pop_next(block_t *b) { return block_next(b); }
 #endif
+/* The free key in word 1 (a free block's mark).  Valgrind build: a block
+ * memcheck holds addressable is one lithe handed out (the two track the
+ * same blocks), so its word 1 is the program's data, not looked at: 0. */
+static inline uintptr_t block_key(const block_t *b) {
+#if LITHE_VALGRIND
+  if (lithe_vg_addressable(&b->key, sizeof b->key)) return 0;
+#endif
+  lt_vg_open(&b->key, sizeof b->key);
+  uintptr_t k = b->key;
+  lt_vg_close(&b->key, sizeof b->key);
+  return k;
+}
+static inline void block_set_key(block_t *b, uintptr_t key) {
+  lt_vg_open(&b->key, sizeof b->key);
+  b->key = key;
+  lt_vg_close(&b->key, sizeof b->key);
+}
+/* A block handed out keeps neither the link nor the key: no heap address
+ * or key left for the program to read. */
+static inline void block_clear(block_t *b) {
+  lt_vg_open(b, sizeof *b);
+  b->next = NULL;
+  b->key = 0;
+  lt_vg_close(b, sizeof *b);
+}
 
 typedef struct span_list_s {
   span_t *first, *last;

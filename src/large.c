@@ -318,7 +318,10 @@ static void *xlarge_alloc(size_t size, size_t align, bool zero) {
     }
     if (s) {
       /* calloc zeroes what holds old data; the fresh rest reads as zero */
-      if (zero) memset(s->start, 0, dirty < size ? dirty : size);
+      if (zero) {
+        lt_vg_writable(s->start, dirty < size ? dirty : size); /* valgrind build: freed blocks */
+        memset(s->start, 0, dirty < size ? dirty : size);
+      }
       pagemap_set_one(s->start, s);
       atomic_fetch_add_explicit(&xlarge_live, 1, memory_order_relaxed);
       atomic_fetch_add_explicit(&xlarge_bytes, s->map_bytes, memory_order_relaxed);
@@ -360,7 +363,10 @@ void *large_alloc_zero(size_t size, size_t align, bool zero) {
       span_set_kind(s, SPAN_LARGE);
       atomic_store_explicit(&s->owner, NULL, memory_order_relaxed);
       atomic_fetch_add_explicit(&large_live, 1, memory_order_relaxed);
-      if (zero && s->dirty) memset(s->start, 0, size);
+      if (zero && s->dirty) {
+        lt_vg_writable(s->start, size); /* valgrind build: freed blocks' pages */
+        memset(s->start, 0, size);
+      }
       p = s->start;
     }
   } else {
@@ -423,6 +429,9 @@ void *large_realloc(span_t *s, size_t size) {
     return s->start;
   }
   char *q = os_resize(s->map_base, s->map_bytes, bytes);
+  /* valgrind build: no move by mremap (memcheck would keep the block at
+   * its old address); the caller copies it to a new block instead */
+  if (!q && LITHE_VALGRIND) return NULL;
   if (!q) {
     /* Move: reserve the destination and make its pagemap entry writable
      * first, so that once mremap has moved the block nothing can fail

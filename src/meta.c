@@ -37,6 +37,7 @@ static void *meta_alloc_locked(size_t size) {
     if (!p) return NULL;
 #endif
     atomic_fetch_add_explicit(&os_stats.metadata, mapped, memory_order_relaxed);
+    lt_vg_hide(p, mapped);
     meta_cur = p;
     meta_end = p + mapped;
   }

@@ -15,7 +15,7 @@
   LITHE_API ret name params __attribute__((alias("lithe_" #name)));
 
 /* malloc and free inline the fast path (fastpath.h): no extra jump. */
-LITHE_API void *lithe_malloc(size_t n) { return malloc_inline(n); }
+LITHE_API void *lithe_malloc(size_t n) { return malloc_api(n); }
 LITHE_API void *malloc(size_t n) __attribute__((alias("lithe_malloc")));
 EXPORT(void *, calloc, (size_t c, size_t n), (c, n))
 EXPORT(void *, realloc, (void *p, size_t n), (p, n))
@@ -29,7 +29,7 @@ EXPORT(size_t, malloc_usable_size, (const void *p), (p))
 EXPORT(int, malloc_trim, (size_t pad), (pad))
 EXPORT(void, free_sized, (void *p, size_t n), (p, n))
 
-LITHE_API void lithe_free(void *p) { free_inline(p); }
+LITHE_API void lithe_free(void *p) { free_api(p); }
 LITHE_API void free(void *p) __attribute__((alias("lithe_free")));
 LITHE_API void cfree(void *p) __attribute__((alias("lithe_free")));
 LITHE_API void lithe_collect(bool force) { lt_collect(force); }

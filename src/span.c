@@ -31,6 +31,7 @@ void span_init_small(span_t *s, unsigned cls) {
   s->bump_end = s->start + (size_t)s->capacity * size;
   atomic_store_explicit(&s->thread_free, 0, memory_order_relaxed);
   atomic_store_explicit(&s->remote_next, NULL, memory_order_relaxed);
+  lt_vg_close(s->start, s->bytes); /* valgrind build: no access until carved and handed out */
   lt_assert_cmp((uint64_t)s->capacity, <, (uint64_t)1 << (64 - TF_COUNT_SHIFT));
 }
 
@@ -88,7 +89,7 @@ bool span_extend(span_t *s) {
   for (size_t k = 0, idx = r; k < n; k++) { /* idx = (r + k * step) mod n */
     block_t *b = (block_t *)(p + idx * size);
     block_set_next(b, head);
-    b->key = key;
+    block_set_key(b, key);
     head = b;
     idx += step;
     if (idx >= n) idx -= n;
@@ -97,7 +98,7 @@ bool span_extend(span_t *s) {
   for (size_t i = n; i-- > 0;) {
     block_t *b = (block_t *)(p + i * size);
     block_set_next(b, head);
-    b->key = key;
+    block_set_key(b, key);
     head = b;
   }
 #endif

@@ -100,7 +100,7 @@ static void *large_of(lithe_heap_t *u, size_t n, size_t align, bool zero) {
   atomic_store_explicit(&s->owner, &u->h, memory_order_relaxed);
   list_push_back(&u->large, s);
   pthread_mutex_unlock(&u->large_lock);
-  return p;
+  return lt_vg_malloced(p, zero);
 }
 
 /* large.c: free() of one of them */
@@ -115,19 +115,19 @@ void userheap_large_forget(span_t *s) {
 static inline void *small_of(heap_t *h, unsigned cls) {
   block_t *b = h->bin[cls];
   if (likely(b != NULL)) { /* malloc_inline's pop, on this heap's bin */
-    h->bin[cls] = b->next;
+    h->bin[cls] = block_pop_next(b);
     h->bin_room[cls]++;
-    b->next = NULL;
-    b->key = 0;
-    return b;
+    block_clear(b);
+    return lt_vg_malloced(b, false);
   }
-  return heap_malloc_class(h, cls);
+  return lt_vg_malloced(heap_malloc_class(h, cls), false);
 }
 
 LITHE_API void *lithe_heap_malloc(lithe_heap_t *u, size_t n) {
   heap_t *h = enter(u, "lithe_heap_malloc");
   if (!h) return NULL;
-  void *p = n <= SMALL_MAX ? small_of(h, size_class(n)) : large_of(u, n, 0, false);
+  size_t m = lt_vg_pad(n); /* valgrind build: 16 bytes more (debug.h) */
+  void *p = m <= SMALL_MAX ? small_of(h, size_class(m)) : large_of(u, m, 0, false);
   leave(u);
   return p;
 }
@@ -141,11 +141,12 @@ LITHE_API void *lithe_heap_calloc(lithe_heap_t *u, size_t count, size_t size) {
   heap_t *h = enter(u, "lithe_heap_calloc");
   if (!h) return NULL;
   void *p;
-  if (n <= SMALL_MAX) {
-    p = small_of(h, size_class(n));
+  size_t m = lt_vg_pad(n);
+  if (m <= SMALL_MAX) {
+    p = small_of(h, size_class(m));
     if (p) memset(p, 0, n);
   } else {
-    p = large_of(u, n, 0, true);
+    p = large_of(u, m, 0, true);
   }
   leave(u);
   return p;
@@ -162,6 +163,7 @@ LITHE_API void *lithe_heap_memalign(lithe_heap_t *u, size_t align, size_t n) {
   }
   heap_t *h = enter(u, "lithe_heap_memalign");
   if (!h) return NULL;
+  n = lt_vg_pad(n);
   void *p = NULL;
   if (align <= 16 && n <= SMALL_MAX) {
     p = small_of(h, size_class(n));
@@ -199,6 +201,7 @@ LITHE_API void lithe_heap_destroy(lithe_heap_t *u) {
                  u && atomic_load(&u->magic) == UHEAP_DEAD ? "heap already destroyed" : "not a lithe heap");
     return;
   }
+  lt_vg_quarantine_flush(); /* valgrind build: blocks freed, not yet given back */
   heap_t *h = enter(u, "lithe_heap_destroy");
   if (!h) return;
   atomic_store_explicit(&u->magic, UHEAP_DEAD, memory_order_release);
@@ -213,6 +216,7 @@ LITHE_API void lithe_heap_destroy(lithe_heap_t *u) {
     span_t *next = s->next;
     s->next = s->prev = NULL;
     atomic_store_explicit(&s->owner, NULL, memory_order_relaxed);
+    lt_vg_discard(s); /* valgrind build: marked freed */
     large_free(s);
     s = next;
   }

@@ -120,7 +120,9 @@ static void *worker(void *arg) {
       } else if (op < 15) {
         void *q = NULL;
         size_t al = (size_t)64 << (tu_rand(&r) % 10);
-        CHECKF(posix_memalign(&q, al, n) == 0 && ((uintptr_t)q & (al - 1)) == 0, "memalign");
+        int rc = posix_memalign(&q, al, n);
+        CHECKF(rc == 0 && ((uintptr_t)q & (al - 1)) == 0, "posix_memalign(%zu, %zu): %d, %p", al, n, rc,
+               q);
         p = q;
       } else {
         p = malloc(n);
