@@ -11,6 +11,9 @@
 
 void free_slow(void *p, const char *op) INTERNAL;
 void heap_bin_spill(heap_t *h, span_t *s, block_t *b) INTERNAL;
+#if LITHE_SECURE
+void *lithe_bin_pop_corrupt(heap_t *h, unsigned c, block_t *b) INTERNAL; /* span.c */
+#endif
 
 /* malloc: every small size (<= SMALL_MAX) is one table lookup away from
  * its class (internal.h, lut_index); pop the heap's bin of that class.
@@ -28,7 +31,15 @@ static inline void *malloc_inline(size_t n) {
       /* heap profiling: one subtract and one compare (prof.c); b != NULL
        * proves h is this thread's own heap, not the shared empty one */
       if (prof_due(h, n)) return prof_malloc(n, h); /* a tail jump; n stays in its register */
+#if LITHE_SECURE
+      /* hardened build: a bad link leaves by a tail jump too (span.c), so
+       * nothing stays live across a call and no register is saved */
+      block_t *next = block_next(b);
+      if (unlikely(link_bad(next))) return lithe_bin_pop_corrupt(h, c, b);
+      h->bin[c] = next;
+#else
       h->bin[c] = block_pop_next(b);
+#endif
       h->bin_room[c]++;
       block_clear(b); /* a block handed out holds no heap address */
       return b;

@@ -286,9 +286,16 @@ static inline void block_set_next(block_t *b, block_t *next) {
 }
 #if LITHE_SECURE
 block_t *lithe_link_corrupt(block_t *b) INTERNAL; /* reports; NULL */
+/* not NULL-or-16-byte-aligned-below-2^47: rotated right by 4, the low 4
+ * bits land on top, so one shift tests both (a rotate and a shift, where
+ * the two tests took an and, a shift and an or) */
+static inline bool link_bad(const block_t *n) {
+  uintptr_t x = (uintptr_t)n;
+  return ((x >> 4) | (x << 60)) >> 43;
+}
 static inline block_t *block_pop_next(block_t *b) {
   block_t *n = block_next(b);
-  if (unlikely(((uintptr_t)n & 15) | ((uintptr_t)n >> 47))) return lithe_link_corrupt(b);
+  if (unlikely(link_bad(n))) return lithe_link_corrupt(b);
   return n;
 }
 #else

@@ -56,6 +56,14 @@ static uint64_t secure_random(void) {
 /* A popped block's link decodes to noise: report the block (its link word
  * was overwritten while it was free) and, if the report returns
  * (LITHE_ON_ERROR=ignore), drop the rest of the list rather than follow it. */
+/* malloc_inline's pop found b's link bad: as block_pop_next then the pop */
+void *lithe_bin_pop_corrupt(heap_t *h, unsigned c, block_t *b) {
+  h->bin[c] = lithe_link_corrupt(b);
+  h->bin_room[c]++;
+  block_clear(b);
+  return b;
+}
+
 block_t *lithe_link_corrupt(block_t *b) {
   lithe_report("malloc", b, "free list corrupted: this free block's link was overwritten "
                             "(a write after free, or an overflow from the block before it)");
@@ -86,13 +94,19 @@ bool span_extend(span_t *s) {
     step = 1 + (size_t)((x >> 32) % (n - 1));
     while (gcd(step, n) != 1) step--;
   }
-  for (size_t k = 0, idx = r; k < n; k++) { /* idx = (r + k * step) mod n */
-    block_t *b = (block_t *)(p + idx * size);
-    block_set_next(b, head);
-    block_set_key(b, key);
+  /* block_set_next's encoding written out, the secret loaded once (the
+   * key stores could alias it, so it was reloaded for every block) and
+   * the address stepped, not multiplied */
+  const uintptr_t secret = lithe_link_secret;
+  char *end = p + n * size, *at = p + r * size;
+  size_t jump = step * size, wrap = n * size;
+  for (size_t k = 0; k < n; k++) { /* at = p + ((r + k * step) mod n) * size */
+    block_t *b = (block_t *)at;
+    b->next = (block_t *)((uintptr_t)head ^ secret ^ (uintptr_t)b);
+    b->key = key;
     head = b;
-    idx += step;
-    if (idx >= n) idx -= n;
+    at += jump;
+    if (at >= end) at -= wrap;
   }
 #else
   for (size_t i = n; i-- > 0;) {
