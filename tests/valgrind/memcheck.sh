@@ -28,6 +28,9 @@ bad() { echo "FAIL: $*"; fail=1; }
 records=$(awk '/^==[0-9]+== $/ { if (r != "") print r; r = ""; next }
                { sub(/^==[0-9]+== /, ""); r = r (r == "" ? "" : " | ") $0 }
                END { if (r != "") print r }' "$log")
+# a frame in lithe: "(in .../liblithe-valgrind.so)", or with the Debug
+# build's line information "(file.c:N)"
+LITHE='(in [^)]*liblithe-valgrind\.so[^)]*|[a-z]+\.[ch]:[0-9]+)'
 has() { # has WHAT REGEX: one record matches
   if grep -Eq -- "$2" <<<"$records"; then echo "ok: $1"
   else bad "$1: no record matching /$2/"; fi
@@ -38,15 +41,15 @@ usable=$(sed -n 's/^malloc_usable_size(100) = \([0-9]*\)$/\1/p' <<<"$out")
 if [ -n "$usable" ] && [ "$usable" -gt 100 ]; then echo "ok: lithe served them: malloc_usable_size(100) = $usable"
 else bad "malloc_usable_size(100) = '$usable': not lithe's"; fi
 has "use after free" \
-  '^Invalid read of size 4 \| +at 0x[0-9A-F]+: uaf_here .*Address 0x[0-9a-f]+ is 12 bytes inside a block of size 1[6-9][0-9] free.d \| +at 0x[0-9A-F]+: lithe_vg_freeing \(in [^)]*liblithe-valgrind\.so[^)]*\) \| +by 0x[0-9A-F]+: free .*by 0x[0-9A-F]+: uaf_here .*Block was alloc.d at .*malloc \(in [^)]*liblithe-valgrind\.so'
+  "^Invalid read of size 4 \| +at 0x[0-9A-F]+: uaf_here .*Address 0x[0-9a-f]+ is 12 bytes inside a block of size 1[6-9][0-9] free.d \| +at 0x[0-9A-F]+: lithe_vg_freeing \($LITHE\) \| .*by 0x[0-9A-F]+: free \($LITHE\) .*by 0x[0-9A-F]+: uaf_here .*Block was alloc.d at .*malloc \($LITHE\)"
 has "double free" \
   '^Invalid free\(\) / delete / delete\[\] / realloc\(\) .*by 0x[0-9A-F]+: double_free_here .*Address 0x[0-9a-f]+ is 0 bytes inside a block of size 48 free.d'
 has "uninitialised read" \
   '^Conditional jump or move depends on uninitialised value\(s\) \| +at 0x[0-9A-F]+: uninit_here'
 has "small leak" \
-  '^1[0-9][0-9] bytes in 1 blocks are definitely lost in loss record [0-9]+ of [0-9]+ \| .*malloc \(in [^)]*liblithe-valgrind\.so.*by 0x[0-9A-F]+: leak_small'
+  "^1[0-9][0-9] bytes in 1 blocks are definitely lost in loss record [0-9]+ of [0-9]+ \| .*malloc \($LITHE\).*by 0x[0-9A-F]+: leak_small"
 has "large leak" \
-  '^20[0-9],[0-9]{3} bytes in 1 blocks are definitely lost in loss record [0-9]+ of [0-9]+ \| .*malloc \(in [^)]*liblithe-valgrind\.so.*by 0x[0-9A-F]+: leak_large'
+  "^20[0-9],[0-9]{3} bytes in 1 blocks are definitely lost in loss record [0-9]+ of [0-9]+ \| .*malloc \($LITHE\).*by 0x[0-9A-F]+: leak_large"
 summary=$(grep -E '^==[0-9]+== ERROR SUMMARY' "$log")
 # 5 errors: the 3 above plus the 2 leaks; anything more came from lithe or
 # from the clean work (a false report)
