@@ -117,15 +117,18 @@ _Bool lithe_fault_meta(const char *what) __attribute__((visibility("hidden")));
 #ifndef LITHE_VALGRIND
 #define LITHE_VALGRIND 0
 #endif
-/* Valgrind build: the last 16 bytes of every block are never the
- * program's (each request is 16 bytes bigger; memcheck is told the block
- * ends 16 bytes before lithe's block does).  Memcheck describes a bad
- * address by the oldest freed block within 16 bytes of it (its redzone);
- * were blocks adjacent, as lithe's are, a use after free in a block's
- * first 16 bytes would be blamed on its older freed neighbour.  The gap
- * also makes an overflow past a block's end an invalid write, as under
- * glibc.  Sizes past 2^62 fail anyway and are left alone. */
-#define LT_VG_PAD ((size_t)(LITHE_VALGRIND ? 16 : 0))
+/* Valgrind build: the last 32 bytes of every block are never the
+ * program's (each request is 32 bytes bigger; memcheck is told the block
+ * ends 32 bytes before lithe's block does).  Memcheck describes a bad
+ * address by the oldest freed block near it (within its redzone); were
+ * blocks adjacent, as lithe's are, a use after free in a block's first
+ * bytes would be blamed on its older freed neighbour.  16 bytes were not
+ * enough: a double free was described as "16 bytes after a block of size
+ * 48 free'd" (the neighbour); with 32, memcheck_target's five errors are
+ * described by their own blocks.  The gap also makes an overflow past a
+ * block's end an invalid write, as under glibc.  Sizes past 2^62 fail
+ * anyway and are left alone. */
+#define LT_VG_PAD ((size_t)(LITHE_VALGRIND ? 32 : 0))
 #define lt_vg_pad(n) (LITHE_VALGRIND && (n) <= ((size_t)1 << 62) ? (n) + LT_VG_PAD : (n))
 #if LITHE_VALGRIND
 #include <stddef.h>

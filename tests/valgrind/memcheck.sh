@@ -5,7 +5,7 @@
 # would under glibc's malloc and with the function at fault in its stack,
 # and that lithe, not valgrind's own malloc, served the blocks.  Block sizes
 # in memcheck's reports are lithe's usable sizes (the request rounded up to
-# its class, less 16 bytes), so they are matched as ranges.
+# its class, less 32 bytes), so they are matched as ranges.
 #
 # --soname-synonyms=somalloc=NONE: by default memcheck replaces the malloc
 # of every loaded library that defines one (the preloaded lithe's too,
@@ -36,7 +36,7 @@ has() { # has WHAT REGEX: one record matches
   else bad "$1: no record matching /$2/"; fi
 }
 # valgrind's own malloc says 100; lithe says its class size less the 16
-# bytes its valgrind build keeps free at the end of each block (112 today)
+# bytes its valgrind build keeps free at the end of each block (128 today)
 usable=$(sed -n 's/^malloc_usable_size(100) = \([0-9]*\)$/\1/p' <<<"$out")
 if [ -n "$usable" ] && [ "$usable" -gt 100 ]; then echo "ok: lithe served them: malloc_usable_size(100) = $usable"
 else bad "malloc_usable_size(100) = '$usable': not lithe's"; fi

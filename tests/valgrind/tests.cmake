@@ -22,7 +22,7 @@ set_tests_properties(valgrind_memcheck PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 7
 # minutes); api_align, api_sizes and api_heaps pass too but take minutes
 # under memcheck (docs/reliability.md).  Not api_prefixed: it checks that a
 # block whose usable size is a multiple of 64 is 64-aligned, which the
-# valgrind build's 16-byte gap at each block's end (debug.h) breaks.
+# valgrind build's 32-byte gap at each block's end (debug.h) breaks.
 if(NOT CMAKE_BUILD_TYPE STREQUAL "Debug")
   foreach(t api_basic api_cxx)
     if(TARGET test-${t})
