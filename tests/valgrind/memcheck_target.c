@@ -12,7 +12,7 @@
  * down, in place and moving, aligned, large, xlarge, blocks freed by
  * another thread) that must add no error: memcheck.sh checks the error
  * count is exactly the five above.  It prints malloc_usable_size(100):
- * lithe's class gives 112, valgrind's own malloc 100 -- proof lithe
+ * lithe's gives its class less 32 (128), valgrind's own malloc 100 -- proof lithe
  * served the blocks. */
 #include <malloc.h>
 #include <pthread.h>
