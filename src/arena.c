@@ -190,6 +190,8 @@ static bool arena_commit_to(arena_t *a, char *need) {
     top = (char *)align_up((uintptr_t)need, os_page_size());
     if (!os_commit(a->commit_top, (size_t)(top - a->commit_top))) return false;
   }
+  /* fresh pages: cached xlarge memory makes room for them (large.c) */
+  xcache_yield((size_t)(top - a->commit_top));
   a->commit_top = top;
   return true;
 }

@@ -543,6 +543,7 @@ void large_free(span_t *s) INTERNAL;
 void *large_realloc(span_t *s, size_t size) INTERNAL;
 extern _Atomic size_t large_live, xlarge_live, xlarge_bytes, xlarge_cached_bytes INTERNAL;
 void xcache_expire(uint64_t now, bool all) INTERNAL; /* pages_lock held */
+void xcache_yield(size_t bytes) INTERNAL;             /* pages_lock held */
 
 /* alloc.c: the API behind the exported names of override.c */
 void *lt_malloc(size_t n) INTERNAL;

@@ -124,6 +124,34 @@ void xcache_expire(uint64_t now, bool all) {
     xcache_unmap_list(xcache_trim_locked(now, all));
 }
 
+/* The page heap committed `bytes` of fresh arena pages (arena.c, under
+ * pages_lock): as many cached bytes go back, oldest first (a range's
+ * tail, or all of it when less than XPIECE_MIN would stay), so cached
+ * xlarge memory does not add to the peak while small and large objects
+ * grow the heap: replay_sqlite (a 1 -> 16 MiB realloc ladder among small
+ * objects) peaked at 193.6 MB with large max 1 MiB, 132.7 with 16 MiB
+ * (page runs serve both), 163.6 with this rule (the rest of the gap: freed
+ * page runs cannot serve xlarge blocks; purging them when a block maps
+ * afresh did not move it). */
+void xcache_yield(size_t bytes) {
+  lt_assert_held(&pages_lock);
+  while (bytes && atomic_load_explicit(&xcache_n, memory_order_relaxed)) {
+    span_t *r = xcache.last;
+    size_t cut = align_up(bytes, PAGE_SIZE);
+    if (r->map_bytes < cut + XPIECE_MIN) {
+      xcache_del_locked(r);
+      bytes -= bytes < r->map_bytes ? bytes : r->map_bytes;
+      xrange_unmap(r);
+    } else {
+      os_unmap(r->map_base + r->map_bytes - cut, cut);
+      r->map_bytes -= cut;
+      r->bytes = r->map_bytes;
+      atomic_fetch_sub_explicit(&xlarge_cached_bytes, cut, memory_order_relaxed);
+      bytes = 0;
+    }
+  }
+}
+
 /* Free the descriptors of a block's other pieces (its mapping is gone). */
 static void xpieces_free(span_t *s) {
   for (span_t *p = s->map_next, *next; p; p = next) {
@@ -171,22 +199,27 @@ static span_t *xassemble(span_t **pick, unsigned k, size_t total, span_t *tail, 
   size_t got = h->map_bytes;
   char *q = h->map_base;
   unsigned i = 1;
+  bool head_gone = false;
   if (total > got) {
-    /* Where mremap finds room: only the growth counts against RLIMIT_AS
-     * (a reservation made first counts the block twice: api_cxx's
-     * new_handler child, under a limit, failed so).  Its address is only
-     * OS-page aligned and a block starts on a lithe page (posix_memalign
-     * of 8 KiB takes cached memory too: fuzz_alloc found one misaligned),
-     * so it grows by the difference more, and cuts off what lies before
-     * the first lithe page and after the block. */
-    size_t ps = os_page_size(), slack = PAGE_SIZE > ps ? PAGE_SIZE - ps : 0;
-    q = os_remap(h->map_base, got, total + slack);
+    /* Onto a reservation of ours on a lithe page: mremap's own choice of
+     * address is only OS-page aligned, and a block starts on a lithe page
+     * (posix_memalign of 8 KiB takes cached memory too: fuzz_alloc found
+     * one misaligned).  Under an address-space limit the reservation
+     * would count the block twice (api_cxx's new_handler child failed so):
+     * there mremap places it, and a place off a lithe page is given up. */
+    char *dest = os_address_limit() == SIZE_MAX ? os_reserve(total, PAGE_SIZE) : NULL;
+    if (dest) {
+      q = os_move(h->map_base, got, total, dest);
+    } else {
+      q = os_remap(h->map_base, got, total);
+      if (q && ((uintptr_t)q & (PAGE_SIZE - 1))) {
+        os_unmap(q, total);
+        span_desc_free(h);
+        head_gone = true;
+        q = NULL;
+      }
+    }
     if (!q) goto refused;
-    size_t front = (size_t)(align_up((uintptr_t)q, PAGE_SIZE) - (uintptr_t)q);
-    if (front) os_unmap(q, front);
-    if (slack > front) os_unmap(q + front + total, slack - front);
-    q += front;
-    got -= front; /* the head's first old page, if cut off */
   }
   h->start = h->map_base = q;
   h->map_bytes = total;
@@ -219,7 +252,7 @@ static span_t *xassemble(span_t **pick, unsigned k, size_t total, span_t *tail, 
   *dirty = got;
 refused:
   for (; i < k; i++) xrange_unmap(pick[i]); /* not moved: given back */
-  if (!q) xrange_unmap(pick[0]);
+  if (!q && !head_gone) xrange_unmap(pick[0]);
   if (tail) span_desc_free(tail);
   return q ? h : NULL;
 }
@@ -245,8 +278,10 @@ static span_t *xcache_take(size_t bytes, size_t *dirty) {
     }
     pthread_mutex_unlock(&pages_lock);
     /* The block is what was asked (malloc_usable_size, free_sized's
-     * check), even in a range up to XPIECE_MIN bigger; map_bytes stays
-     * the range's length for unmap, mremap and the cache. */
+     * check), even in a range up to XPIECE_MIN bigger (unmapping such a
+     * remainder when over 1/8 of the block: bench-bigchurn 26.0k -> 28.1k
+     * faults in one A/B); map_bytes stays the range's length for unmap,
+     * mremap and the cache. */
     best->bytes = bytes;
     *dirty = bytes;
     return best;
