@@ -242,7 +242,12 @@ static span_t *arena_carve(size_t npages) {
   arena_t *a;
   for (a = arenas; a; a = a->next)
     if ((size_t)(a->base + a->size - a->bump) >= bytes) break;
-  if (!a && !(a = arena_new(bytes))) return NULL;
+  if (!a && !(a = arena_new(bytes))) {
+    /* cached xlarge mappings hold address space: under ulimit -v they may
+     * be what keeps an arena out (large.c) */
+    xcache_expire(0, true);
+    if (!(a = arena_new(bytes))) return NULL;
+  }
   if (!arena_commit_to(a, a->bump + bytes)) return NULL;
   span_t *s = span_desc_alloc();
   if (!s) return NULL;
