@@ -83,28 +83,7 @@ function(lithe_sanitizer kind flags)
       -I${PROJECT_SOURCE_DIR}/include -Wall -Wextra -fvisibility=hidden
       -ftls-model=initial-exec -fno-builtin-malloc -fno-builtin-free -fno-builtin-calloc
       -fno-builtin-realloc -fexceptions)
-  file(GLOB srcs ${PROJECT_SOURCE_DIR}/src/*.c)
-  file(GLOB hdrs ${PROJECT_SOURCE_DIR}/src/*.h)
-  list(APPEND hdrs ${PROJECT_SOURCE_DIR}/include/lithe.h)
-  set(objs)
-  foreach(src ${srcs})
-    get_filename_component(name ${src} NAME_WE)
-    set(obj ${dir}/obj/${name}.o)
-    if(name STREQUAL "override")
-      add_custom_command(OUTPUT ${obj}
-        COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}/obj
-        COMMAND ${LITHE_SAN_CLANG} ${cflags} -c ${src} -o ${dir}/obj/override-full.o
-        COMMAND ${LITHE_SAN_OBJCOPY} --wildcard --keep-global-symbol=lithe_*
-                ${dir}/obj/override-full.o ${obj}
-        DEPENDS ${src} ${hdrs} COMMENT "${kind}: override.c, lithe_ symbols only" VERBATIM)
-    else()
-      add_custom_command(OUTPUT ${obj}
-        COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}/obj
-        COMMAND ${LITHE_SAN_CLANG} ${cflags} -c ${src} -o ${obj}
-        DEPENDS ${src} ${hdrs} COMMENT "${kind}: ${name}.c" VERBATIM)
-    endif()
-    list(APPEND objs ${obj})
-  endforeach()
+  lithe_clang_objects(objs ${dir} ${LITHE_SAN_CLANG} ${LITHE_SAN_OBJCOPY} ${kind} ${cflags})
   set(san_objs_${kind} ${objs} PARENT_SCOPE)
   set(san_flags_${kind} ${flags} PARENT_SCOPE)
 endfunction()
