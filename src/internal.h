@@ -439,6 +439,7 @@ extern span_t **_Atomic pagemap_l1[L1_COUNT] INTERNAL;
 bool pagemap_ensure(const void *p, size_t size) INTERNAL;  /* commit L2 for range */
 void pagemap_set(const void *p, size_t npages, span_t *s) INTERNAL;
 void pagemap_set_one(const void *p, span_t *s) INTERNAL;
+bool pagemap_level_sparse(size_t i1) INTERNAL; /* white-box test */
 
 static inline span_t *pagemap_lookup(const void *p) {
   uintptr_t a = (uintptr_t)p;

@@ -20,12 +20,82 @@ static uint64_t *l2_pieces[L1_COUNT]; /* bitmap: which 64 KiB pieces are RW */
  * the pieces in use are mapped, each at its place relative to the first.
  * A lookup elsewhere in it (a pointer that is not lithe's, in the same
  * 64 GiB of address space) then reads whatever is mapped there, or
- * faults: misuse is no longer always reported under such a limit. */
+ * faults: misuse is no longer always reported under such a limit.
+ * A piece's place can be taken by another mapping (the kernel maps top
+ * down, so the place just above the first piece usually is): the level is
+ * then moved (relevel below), and while any level is sparse, writers take
+ * pagemap_lock so that no entry is written into a level being copied. */
 static bool l2_sparse[L1_COUNT];
+static atomic_bool any_sparse;
 pthread_mutex_t pagemap_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define PIECE_ENTRIES (L2_PIECE / sizeof(span_t *))
 #define PIECES_PER_L2 (L2_COUNT / PIECE_ENTRIES)
+#define L2_BYTES (L2_COUNT * sizeof(span_t *))
+
+static bool piece_used(const uint64_t *bits, size_t piece) { return bits[piece / 64] & (1ull << (piece % 64)); }
+
+/* Map piece `piece` of a sparse level based at l2, at its place. */
+static bool map_piece(span_t **l2, size_t piece) {
+  return os_map_at(&l2[piece * PIECE_ENTRIES], L2_PIECE) != NULL;
+}
+
+/* Level i1 is sparse and piece `want`'s place is taken: give it a new base
+ * where every piece in use and `want` fit, copy the pieces in use there and
+ * publish it.  The dense reservation is tried first (the refusal may have
+ * passed); else the highest piece needed is mapped anywhere and the others
+ * at their places below it (the kernel maps top down, so the space below
+ * its newest mapping is the likeliest to be free), a few times over.  The
+ * old pieces stay mapped for good: a lookup without the lock may still be
+ * reading the old level (it finds there every entry written before this
+ * copy, which is all it can rely on).  Called with pagemap_lock held;
+ * writers take it too while a level is sparse (pagemap_set). */
+static span_t **relevel(size_t i1, span_t **old, size_t want) {
+  lt_assert_held(&pagemap_lock);
+  uint64_t *bits = l2_pieces[i1];
+  size_t top = want;
+  for (size_t p = 0; p < PIECES_PER_L2; p++)
+    if (piece_used(bits, p) && p > top) top = p;
+  span_t **l2 = os_reserve_readonly(L2_BYTES);
+  bool dense = l2 != NULL;
+  if (dense) {
+    size_t p = 0;
+    for (; p < PIECES_PER_L2; p++)
+      if ((piece_used(bits, p) || p == want) && !os_commit(&l2[p * PIECE_ENTRIES], L2_PIECE)) break;
+    if (p < PIECES_PER_L2) {
+      while (p-- > 0)
+        if (piece_used(bits, p) || p == want) os_decommit(&l2[p * PIECE_ENTRIES], L2_PIECE);
+      os_release(l2, L2_BYTES);
+      return NULL;
+    }
+  } else {
+    for (int tries = 0; tries < 4 && !l2; tries++) {
+      char *anchor = os_map_at(NULL, L2_PIECE);
+      if (!anchor) return NULL;
+      l2 = (span_t **)((uintptr_t)anchor - top * L2_PIECE);
+      size_t p = 0;
+      for (; p < top; p++)
+        if ((piece_used(bits, p) || p == want) && !map_piece(l2, p)) break;
+      if (p < top) {
+        while (p-- > 0)
+          if (piece_used(bits, p) || p == want) os_unmap(&l2[p * PIECE_ENTRIES], L2_PIECE);
+        os_unmap(anchor, L2_PIECE);
+        l2 = NULL;
+      }
+    }
+    if (!l2) return NULL;
+  }
+  size_t pieces = 0;
+  for (size_t p = 0; p < PIECES_PER_L2; p++) {
+    if (piece_used(bits, p)) memcpy(&l2[p * PIECE_ENTRIES], &old[p * PIECE_ENTRIES], L2_PIECE);
+    pieces += piece_used(bits, p) || p == want;
+  }
+  atomic_fetch_add_explicit(&os_stats.metadata, pieces * L2_PIECE, memory_order_relaxed);
+  bits[want / 64] |= 1ull << (want % 64);
+  l2_sparse[i1] = !dense;
+  atomic_store_explicit(&pagemap_l1[i1], l2, memory_order_release);
+  return l2;
+}
 
 /* Make the L2 entries for [p, p+size) writable. */
 bool pagemap_ensure(const void *p, size_t size) {
@@ -41,15 +111,16 @@ bool pagemap_ensure(const void *p, size_t size) {
     if (!l2) {
       uint64_t *bits = meta_alloc(PIECES_PER_L2 / 8);
       if (!bits) { ok = false; break; }
-      l2 = os_reserve_readonly(L2_COUNT * sizeof(span_t *));
-      /* once more before going sparse for good: a refusal may be passing */
-      if (!l2) l2 = os_reserve_readonly(L2_COUNT * sizeof(span_t *));
+      l2 = os_reserve_readonly(L2_BYTES);
+      /* once more before going sparse: a refusal may be passing */
+      if (!l2) l2 = os_reserve_readonly(L2_BYTES);
       if (!l2) {
         /* sparse: this piece anywhere; the level is placed around it */
         char *first = os_map_at(NULL, L2_PIECE);
         if (!first) { ok = false; break; }
         l2 = (span_t **)((uintptr_t)first - piece * L2_PIECE);
         l2_sparse[i1] = true;
+        atomic_store_explicit(&any_sparse, true, memory_order_relaxed);
         atomic_fetch_add_explicit(&os_stats.metadata, L2_PIECE, memory_order_relaxed);
         bits[piece / 64] |= 1ull << (piece % 64);
       }
@@ -58,9 +129,13 @@ bool pagemap_ensure(const void *p, size_t size) {
     }
     if (!(l2_pieces[i1][piece / 64] & (1ull << (piece % 64)))) {
       span_t **at = &l2[piece * PIECE_ENTRIES];
-      if (l2_sparse[i1] ? !os_map_at(at, L2_PIECE) : !os_commit(at, L2_PIECE)) { ok = false; break; }
-      atomic_fetch_add_explicit(&os_stats.metadata, L2_PIECE, memory_order_relaxed);
-      l2_pieces[i1][piece / 64] |= 1ull << (piece % 64);
+      if (!l2_sparse[i1] ? os_commit(at, L2_PIECE) : os_map_at(at, L2_PIECE) != NULL) {
+        atomic_fetch_add_explicit(&os_stats.metadata, L2_PIECE, memory_order_relaxed);
+        l2_pieces[i1][piece / 64] |= 1ull << (piece % 64);
+      } else if (!l2_sparse[i1] || !relevel(i1, l2, piece)) {
+        ok = false; /* out of memory or address space */
+        break;
+      }
     }
     page = (page | (PIECE_ENTRIES - 1)) + 1; /* next piece */
   }
@@ -68,14 +143,27 @@ bool pagemap_ensure(const void *p, size_t size) {
   return ok;
 }
 
-/* Callers have ensured the range. */
+/* Callers have ensured the range.  While a level is sparse (a ulimit -v
+ * far too small for the heap) it may be moved by relevel, so writers hold
+ * pagemap_lock and read the level's address under it. */
 void pagemap_set(const void *p, size_t npages, span_t *s) {
   uintptr_t page = (uintptr_t)p >> PAGE_SHIFT;
+  bool lock = atomic_load_explicit(&any_sparse, memory_order_relaxed);
+  if (unlikely(lock)) pthread_mutex_lock(&pagemap_lock);
   for (size_t i = 0; i < npages; i++, page++) {
     span_t **l2 = atomic_load_explicit(&pagemap_l1[page >> (L1_SHIFT - PAGE_SHIFT)], memory_order_relaxed);
     lt_assert_v(l2 != NULL, page << PAGE_SHIFT); /* pagemap_ensure first */
     l2[page & (L2_COUNT - 1)] = s;
   }
+  if (unlikely(lock)) pthread_mutex_unlock(&pagemap_lock);
+}
+
+/* For the white-box test: whether level i1 maps only its pieces in use. */
+bool pagemap_level_sparse(size_t i1) {
+  pthread_mutex_lock(&pagemap_lock);
+  bool sparse = l2_sparse[i1];
+  pthread_mutex_unlock(&pagemap_lock);
+  return sparse;
 }
 
 void pagemap_set_one(const void *p, span_t *s) { pagemap_set(p, 1, s); }

@@ -18,6 +18,10 @@ lithe_add_test(sizeclass_table SOURCES sanitize/sizeclass_table.c LINK static TI
                ARGS ${PROJECT_SOURCE_DIR}/src/sizeclass.c)
 target_include_directories(test-sizeclass_table PRIVATE ${PROJECT_SOURCE_DIR}/src)
 
+# a sparse pagemap level whose next piece's place is taken (white box)
+lithe_add_test(regress_pagemap_sparse SOURCES sanitize/regress_pagemap_sparse.c LINK static TIMEOUT 60)
+target_include_directories(test-regress_pagemap_sparse PRIVATE ${PROJECT_SOURCE_DIR}/src)
+
 # a test program linked with one of lithe's shared libraries
 function(lithe_shared_exe target src lib)
   add_executable(${target} ${src})
