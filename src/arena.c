@@ -337,11 +337,20 @@ static void maybe_purge(void) {
 /* A run of `npages` pages aligned to `align` (a power of two; <= PAGE_SIZE
  * means plain page alignment).  The caller sets kind and fields; all its
  * pages map to it.  NULL when the OS refuses memory. */
-span_t *pages_alloc(size_t npages, size_t align) {
+static span_t *pages_take(size_t npages, size_t align, bool fresh_ok);
+span_t *pages_alloc(size_t npages, size_t align) { return pages_take(npages, align, true); }
+
+/* A free run of `npages` pages if the page heap holds one, never fresh
+ * arena pages: where blocks above large_max go before they map memory of
+ * their own (large.c), so freed page runs serve them too. */
+span_t *pages_alloc_free(size_t npages) { return pages_take(npages, 0, false); }
+
+static span_t *pages_take(size_t npages, size_t align, bool fresh_ok) {
   size_t extra = align > PAGE_SIZE ? (align >> PAGE_SHIFT) - 1 : 0;
   size_t total = npages + extra;
   pthread_mutex_lock(&pages_lock);
   span_t *s = find_fit(total);
+  if (!s && !fresh_ok) { pthread_mutex_unlock(&pages_lock); return NULL; }
   /* memory limit (limit.c): fresh or purged pages that take the count to
    * 90 % of the limit first purge as many of the free runs that did not
    * fit as keeps it there; past the hard limit they are refused */
@@ -393,9 +402,10 @@ void pages_free(span_t *s) {
   pthread_mutex_unlock(&pages_lock);
 }
 
-/* Grow or shrink a large span in place: take pages from the free run (or
- * the untouched arena space) right after it, or give the tail back. */
-bool pages_try_resize(span_t *s, size_t npages) {
+/* Grow or shrink a large span in place: take pages from the free run (or,
+ * with fresh_ok, the untouched arena space) right after it, or give the
+ * tail back. */
+bool pages_try_resize(span_t *s, size_t npages, bool fresh_ok) {
   size_t want = npages << PAGE_SHIFT;
   bool ok = false;
   pthread_mutex_lock(&pages_lock);
@@ -421,7 +431,7 @@ bool pages_try_resize(span_t *s, size_t npages) {
         span_desc_free(t);
       }
       ok = true;
-    } else if (next == a->bump && (size_t)(a->base + a->size - a->bump) >= need &&
+    } else if (fresh_ok && next == a->bump && (size_t)(a->base + a->size - a->bump) >= need &&
                arena_commit_to(a, a->bump + need)) {
       a->bump += need;
       ok = true;

@@ -470,8 +470,9 @@ extern pthread_mutex_t pages_lock INTERNAL;
 extern size_t large_max INTERNAL;
 extern _Atomic uint32_t pages_epoch INTERNAL;
 span_t *pages_alloc(size_t npages, size_t align) INTERNAL;   /* kind FREE->caller sets */
+span_t *pages_alloc_free(size_t npages) INTERNAL;             /* free runs only, or NULL */
 void pages_free(span_t *s) INTERNAL;                          /* takes pages_lock */
-bool pages_try_resize(span_t *s, size_t npages) INTERNAL;      /* grow/shrink in place */
+bool pages_try_resize(span_t *s, size_t npages, bool fresh_ok) INTERNAL; /* in place */
 size_t pages_collect(bool force) INTERNAL;                    /* purge; returns bytes */
 void pages_init(void) INTERNAL;
 size_t pages_arena_count(void) INTERNAL;
