@@ -78,10 +78,19 @@ static void bin_remove(span_t *s) {
   if (s->dirty) dirty_bytes -= s->bytes; else clean_bytes -= s->bytes;
 }
 
-/* A free run of this arena that ends at / starts at `edge`, or NULL. */
+/* A free run of this arena that ends at / starts at `edge`, or NULL.
+ * `page` must be a run's edge (its last page when ends_at, else its
+ * first): only those entries are kept true.  A merge frees the absorbed
+ * run's descriptor without rewriting its pages, so an interior page may
+ * name a freed descriptor that span_desc_alloc is refilling outside
+ * pages_lock (TSan saw that race when a split looked at its kept part's
+ * last page; regress_split_edge).  The Debug build checks the page is an
+ * edge of the live run it names. */
 static span_t *free_neighbour(arena_t *a, char *page, char *edge, bool ends_at) {
   if (page < a->base || page >= a->bump) return NULL;
   span_t *t = pagemap_lookup(page);
+  lt_assert_v(t && span_kind(t) != SPAN_DEAD && page == (ends_at ? t->start + t->bytes - PAGE_SIZE : t->start),
+              (uintptr_t)page);
   if (!t || span_kind(t) != SPAN_FREE || t->arena != a || t->bytes == 0) return NULL;
   if (ends_at ? (t->start + t->bytes != edge) : (t->start != edge)) return NULL;
   return t;

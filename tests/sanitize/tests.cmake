@@ -11,6 +11,9 @@ if(CMAKE_BUILD_TYPE STREQUAL "Debug" OR LITHE_DEBUG)
   # every OS call and metadata allocation of a workload fails once in turn
   lithe_add_test(fault_inject SOURCES sanitize/fault_inject.c LINK static TIMEOUT 600)
   target_include_directories(test-fault_inject PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  # a split reads only run edges (asserted in free_neighbour)
+  lithe_add_test(regress_split_edge SOURCES sanitize/regress_split_edge.c LINK static TIMEOUT 60)
+  target_include_directories(test-regress_split_edge PRIVATE ${PROJECT_SOURCE_DIR}/src)
 endif()
 
 # ---- the size-class table, white box (linked with liblithe.a) ---------------
