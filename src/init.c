@@ -24,7 +24,7 @@ static void process_init(void) {
   os_random(&key, sizeof key);
   lithe_free_key = key | 1; /* never 0: fresh memory must not look freed */
 #if LITHE_SECURE
-  os_random(&lithe_link_secret, sizeof lithe_link_secret); /* before any block is linked */
+  os_random(&lithe_link.secret, sizeof lithe_link.secret); /* before any block is linked */
 #endif
   atomic_store_explicit(&lithe_initialized, 1, memory_order_release);
 }

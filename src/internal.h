@@ -266,8 +266,20 @@ static inline void span_set_kind(span_t *s, uint8_t kind) {
 #define LITHE_SECURE 0
 #endif
 #if LITHE_SECURE
-extern uintptr_t lithe_link_secret INTERNAL;
-static inline uintptr_t link_mask(const block_t *at) { return lithe_link_secret ^ (uintptr_t)at; }
+/* The secret, and the bits a decoded link must not have (the low 4: not
+ * 16-byte aligned; 47 and up: above user space), side by side on one
+ * line.  The mask is read from memory, not a constant, so that the check
+ * is one `test` with a memory operand and a branch (a 64-bit constant
+ * mask takes a movabs into a register first; the rotate-and-shift before
+ * it took a mov, a ror and a shr). */
+typedef struct __attribute__((aligned(64))) { /* a line of its own: read by every
+                                                  malloc and free, never written */
+  uintptr_t secret; /* set once by process_init (init.c) */
+  uintptr_t bad;    /* LINK_BAD_BITS */
+} lithe_link_keys_t;
+#define LINK_BAD_BITS (~(((uintptr_t)1 << 47) - 1) | 15)
+extern lithe_link_keys_t lithe_link INTERNAL;
+static inline uintptr_t link_mask(const block_t *at) { return lithe_link.secret ^ (uintptr_t)at; }
 #else
 static inline uintptr_t link_mask(const block_t *at) { (void)at; return 0; }
 #endif
@@ -286,12 +298,17 @@ static inline void block_set_next(block_t *b, block_t *next) {
 }
 #if LITHE_SECURE
 block_t *lithe_link_corrupt(block_t *b) INTERNAL; /* reports; NULL */
-/* not NULL-or-16-byte-aligned-below-2^47: rotated right by 4, the low 4
- * bits land on top, so one shift tests both (a rotate and a shift, where
- * the two tests took an and, a shift and an or) */
+/* not NULL-or-16-byte-aligned-below-2^47.  x86-64: `test` and the flag
+ * as the result, two instructions (GCC writes `x & mask` as a copy and an
+ * `and`, which destroy the register, three). */
 static inline bool link_bad(const block_t *n) {
-  uintptr_t x = (uintptr_t)n;
-  return ((x >> 4) | (x << 60)) >> 43;
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+  bool bad;
+  __asm__("test %2, %1" : "=@ccnz"(bad) : "r"((uintptr_t)n), "m"(lithe_link.bad));
+  return bad;
+#else
+  return (uintptr_t)n & lithe_link.bad;
+#endif
 }
 static inline block_t *block_pop_next(block_t *b) {
   block_t *n = block_next(b);

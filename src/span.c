@@ -36,17 +36,20 @@ void span_init_small(span_t *s, unsigned cls) {
 }
 
 #if LITHE_SECURE
-uintptr_t lithe_link_secret; /* set once by process_init (init.c) */
+lithe_link_keys_t lithe_link = {0, LINK_BAD_BITS};
 
-static size_t gcd(size_t a, size_t b) {
-  while (b) { size_t t = a % b; a = b; b = t; }
-  return a;
-}
+/* Primes above the most blocks a slice holds (EXTEND_BYTES / 16 = 256):
+ * for any slice of n <= 256 blocks, p mod n is coprime with n (gcd(p mod
+ * n, n) = gcd(p, n) = 1), so a random one of them gives a stride that
+ * visits every block of the slice, without a gcd loop per slice. */
+static const uint16_t carve_primes[16] = {257, 263, 269, 271, 277, 281, 283, 293,
+                                          307, 311, 313, 317, 331, 337, 347, 349};
+_Static_assert(EXTEND_BYTES / 16 < 257, "carve_primes must lie above the blocks of a slice");
 
 /* xorshift per thread, seeded from the secret and the thread's address */
 static uint64_t secure_random(void) {
   static __thread uint64_t x __attribute__((tls_model("initial-exec")));
-  if (!x) x = (lithe_link_secret ^ (uintptr_t)&x) | 1;
+  if (!x) x = (lithe_link.secret ^ (uintptr_t)&x) | 1;
   x ^= x << 13;
   x ^= x >> 7;
   x ^= x << 17;
@@ -90,24 +93,25 @@ bool span_extend(span_t *s) {
   size_t r = 0, step = 1;
   if (n > 1) {
     uint64_t x = secure_random();
-    r = (size_t)(x % n);
-    step = 1 + (size_t)((x >> 32) % (n - 1));
-    while (gcd(step, n) != 1) step--;
+    r = (size_t)((x >> 8) % n);
+    step = carve_primes[x & 15] % n;
   }
   /* block_set_next's encoding written out, the secret loaded once (the
    * key stores could alias it, so it was reloaded for every block) and
    * the address stepped, not multiplied */
-  const uintptr_t secret = lithe_link_secret;
-  char *end = p + n * size, *at = p + r * size;
-  size_t jump = step * size, wrap = n * size;
-  for (size_t k = 0; k < n; k++) { /* at = p + ((r + k * step) mod n) * size */
+  const uintptr_t secret = lithe_link.secret;
+  uintptr_t first = (uintptr_t)p + r * size, at = first;
+  uintptr_t jump = step * size, back = jump - n * size; /* back: the wrapped step, mod 2^64 */
+  uintptr_t last = (uintptr_t)p + n * size - jump;      /* from here on a step wraps */
+  /* at = p + ((r + k * step) mod n) * size; the walk is one cycle of
+   * length n (step coprime with n), so it ends when it is back at first */
+  do {
     block_t *b = (block_t *)at;
-    b->next = (block_t *)((uintptr_t)head ^ secret ^ (uintptr_t)b);
+    b->next = (block_t *)((uintptr_t)head ^ secret ^ at);
     b->key = key;
     head = b;
-    at += jump;
-    if (at >= end) at -= wrap;
-  }
+    at += at >= last ? back : jump;
+  } while (at != first);
 #else
   for (size_t i = n; i-- > 0;) {
     block_t *b = (block_t *)(p + i * size);
