@@ -51,7 +51,8 @@
  * An empty bin takes its class's current span's whole free list; a free
  * into a full bin goes to the block's span, so no bin is ever walked and
  * a wave of same-size frees and mallocs within the bin moves no span.
- * A freed block holds a per-process random key in its second word: a free
+ * A freed block holds its span's key in its second word (the descriptor's
+ * address; XORed with a random key in the hardened build): a free
  * that finds the key there is a suspected double free, confirmed by a scan
  * of the span's free lists and the owner's bin (one compare on the fast
  * path).
@@ -118,12 +119,12 @@ NOINLINE void free_slow(void *p, const char *op) {
     bool own = atomic_load_explicit(&s->owner, memory_order_relaxed) == h;
     /* suspects: the free key in place, or (the owner's block) b at the
      * head of its bin, where the last free put it, key overwritten since */
-    if ((block_key(b) == lithe_free_key || (own && b == h->bin[s->cls])) && is_double_free(s, b)) {
+    if ((block_key(b) == span_free_key(s) || (own && b == h->bin[s->cls])) && is_double_free(s, b)) {
       lithe_report(op, p, "double free");
       return;
     }
     if (own) {
-      bin_push(h, s, b, lithe_free_key);
+      bin_push(h, s, b, span_free_key(s));
     } else {
       heap_free_remote(s, b);
     }
@@ -186,7 +187,7 @@ void *lt_realloc(void *p, size_t n) {
   size_t usable = usable_of(s);
   if (s->kind == SPAN_SMALL) {
     block_t *b = p;
-    if (unlikely(block_key(b) == lithe_free_key) && is_double_free(s, b)) {
+    if (unlikely(block_key(b) == span_free_key(s)) && is_double_free(s, b)) {
       lithe_report("realloc", p, "double free (realloc of a freed block)");
       return NULL;
     }
@@ -274,7 +275,7 @@ void *lt_pvalloc(size_t n) {
 size_t lt_malloc_usable_size(const void *p) {
   if (!p) return 0;
   span_t *s = checked_span("malloc_usable_size", p);
-  if (s && s->kind == SPAN_SMALL && block_key(p) == lithe_free_key &&
+  if (s && s->kind == SPAN_SMALL && block_key(p) == span_free_key(s) &&
       is_double_free(s, (block_t *)p)) {
     lithe_report("malloc_usable_size", p, "freed block");
     return 0;

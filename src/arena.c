@@ -401,7 +401,7 @@ void pages_free(span_t *s) {
   s->freed_ms = os_now_ms();
   s->owner = NULL;
   s->free = NULL;
-  span_set_carved(s, 0); /* no longer small: free() of a pointer here goes slow */
+  span_set_carved_lim(s, 0); /* no longer small: free() of a pointer here goes slow */
   atomic_store_explicit(&s->thread_free, 0, memory_order_relaxed);
   lt_assert_cmp(in_use_bytes, >=, s->bytes);
   lt_assert(pagemap_lookup(s->start) == s);

@@ -34,7 +34,7 @@ _Static_assert(sizeof(block_t) <= 16, "the 16-byte class must hold a block_t");
 /* What free() validates with is read-mostly and in exactly one cache line:
  * a remote free reads it while the owner writes its own line. */
 _Static_assert(offsetof(span_t, start) == 0, "span_t's read-mostly line starts the struct");
-_Static_assert(offsetof(span_t, bump) + sizeof(char *) <= CACHE_LINE,
+_Static_assert(offsetof(span_t, arena) + sizeof(void *) <= CACHE_LINE,
                "span_t's read-mostly fields must fit one cache line");
 _Static_assert(offsetof(span_t, free) == CACHE_LINE, "owner-written fields start line 2");
 _Static_assert(offsetof(span_t, thread_free) == 2 * CACHE_LINE, "remote-written fields start line 3");

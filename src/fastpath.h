@@ -75,34 +75,55 @@ static inline void bin_push(heap_t *h, span_t *s, block_t *b, uintptr_t key) {
 }
 
 /* Lemire's divisibility test: off is a block start <=> off * M < M
- * (mod 2^64), M = 2^64 / block size rounded up, for off < 2^32 (spans are
- * smaller).  Written "< M", not "<= M - 1", so M is loaded once and
- * serves the multiply and the compare (two instructions fewer). */
+ * (mod 2^64), M = div_magic = floor(2^64 / block size) + 1, for off < 2^32
+ * (spans are smaller).  Written "< M", not "<= M - 1", so M is loaded once
+ * and serves the multiply and the compare (two instructions fewer). */
 static inline bool small_block_start(const span_t *s, size_t off) {
   return off * s->div_magic < s->div_magic;
 }
 
-/* free: no NULL test up front (NULL finds no span and goes slow).  One
- * unsigned compare, off < carved, proves p lies in the part of a small
- * span that has been handed out: carved is 0 in every other kind of span,
- * a p below start wraps to a huge off, and so does an address above 2^48
- * (its L1 index wraps, but it lies above every span).  Lemire's test then
- * proves p is a block start, and the key compare catches a double free
- * (confirmed by a scan in the slow path).  Then the owner pushes on its
- * bin (the head, loaded once, also serves the head check and the link);
- * another thread's free is a CAS push on the span's thread_free. */
+/* The same product answers "a block start below bump?" in one compare:
+ * off * M < carved_lim, for every off = p - start with p and start below
+ * 2^48 (negative ones wrapped), block sizes up to 2^15.  With e =
+ * block_step (1 <= e <= size), off = k * size + r:
+ *  - r = 0: the product is k * e (< 2^48, no wrap), below carved_lim =
+ *    carved blocks * e exactly when k is a carved block;
+ *  - r > 0: it is k * e + r * M, with M <= r * M < 2^64 - 2^64 / size +
+ *    size and k * e < 2^48 <= 2^64 / size - size: no wrap, and at least
+ *    M > 2^49 > any carved_lim;
+ *  - off < 0 (p below start, by d < 2^48): 2^64 minus d's product (d's
+ *    product, as above, at most 2^64 - 2^64 / size + size + 2^48), so at
+ *    least 2^64 / size - size - 2^48 > 2^47 > any carved_lim.
+ * carved_lim is 0 in every other kind of span.  An entry of the pagemap
+ * may name a span elsewhere (the inner pages of a free run keep the
+ * descriptor of what was there, maybe recycled since), so off is any such
+ * value: all are covered.  tests/sanitize/sizeclass_table.c checks it
+ * by brute force for every class. */
+static inline bool small_carved_start(const span_t *s, size_t off) {
+  return off * s->div_magic < span_carved_lim(s);
+}
+
+/* free: no NULL test up front (NULL finds no span and goes slow).  An
+ * address above 2^48 goes slow at the L1 index.  One multiply and one
+ * compare (small_carved_start) prove p is the start of a block of a small
+ * span that has been handed out, and the key compare catches a double
+ * free (confirmed by a scan in the slow path).  Then the owner pushes on
+ * its bin (the head, loaded once, also serves the head check and the
+ * link); another thread's free is a CAS push on the span's thread_free. */
 static inline void free_inline(void *p) {
   uintptr_t a = (uintptr_t)p;
-  span_t **l2 = atomic_load_explicit(&pagemap_l1[(a >> L1_SHIFT) & (L1_COUNT - 1)], memory_order_relaxed);
+  uintptr_t i1 = a >> L1_SHIFT;
+  if (unlikely(i1 >= L1_COUNT)) goto slow;
+  span_t **l2 = atomic_load_explicit(&pagemap_l1[i1], memory_order_relaxed);
   if (unlikely(l2 == NULL)) goto slow;
   span_t *s = l2[(a >> PAGE_SHIFT) & (L2_COUNT - 1)];
   if (unlikely(s == NULL)) goto slow;
   size_t off = (size_t)((char *)p - s->start);
   block_t *b = p;
-  uintptr_t key = lithe_free_key;
-  if (unlikely(off >= span_carved(s) || !small_block_start(s, off) || block_key(b) == key)) goto slow;
+  uintptr_t key = span_free_key(s);
+  if (unlikely(!small_carved_start(s, off) || block_key(b) == key)) goto slow;
   heap_t *h = lithe_tls_heap;
-  if (unlikely(atomic_load_explicit(&s->owner, memory_order_relaxed) != h)) {
+  if (unlikely(span_owner_fast(s) != h)) {
     heap_free_remote(s, b);
     return;
   }

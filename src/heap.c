@@ -256,7 +256,7 @@ bool heap_bin_has(heap_t *h, unsigned cls, const block_t *b) {
   for (uint32_t i = 0; x && i <= BIN_MAX_BLOCKS + 1; i++) {
     if (x == b) return true;
     span_t *t = pagemap_lookup(x);
-    if (!t || (size_t)((const char *)x - t->start) >= t->carved) return false;
+    if (!t || (size_t)((const char *)x - t->start) * t->div_magic >= span_carved_lim(t)) return false;
     x = block_next(x);
   }
   return false;
@@ -584,7 +584,7 @@ void heap_free_local_slow(heap_t *h, span_t *s) {
 }
 
 void heap_free_remote(span_t *s, block_t *b) {
-  block_set_key(b, lithe_free_key);
+  block_set_key(b, span_free_key(s));
   uintptr_t tf = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
   uintptr_t state;
   for (;;) {
@@ -919,7 +919,7 @@ static void span_verify(heap_t *h, span_t *s, unsigned cls) {
   uint32_t nfree = 0;
   for (block_t *b = s->free; b; b = block_next(b)) {
     lt_assert_block(s, b);
-    lt_assert_cmp(block_key(b), ==, lithe_free_key);
+    lt_assert_cmp(block_key(b), ==, span_free_key(s));
     lt_assert_cmp(++nfree, <=, s->capacity);
   }
   /* every carved block is out (used, remote frees included) or free */

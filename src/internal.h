@@ -133,9 +133,9 @@
 
 /* ---- blocks and spans -------------------------------------------------- */
 
-/* A free small block: word 0 links the free list, word 1 holds the
- * process's free key, so a second free of the same block is noticed with
- * one compare (and confirmed by a scan). */
+/* A free small block: word 0 links the free list, word 1 holds its span's
+ * free key (span_free_key), so a second free of the same block is noticed
+ * with one compare (and confirmed by a scan). */
 typedef struct block_s {
   struct block_s *next;
   uintptr_t key;
@@ -172,22 +172,25 @@ typedef struct span_s {
   /* read-mostly: set when the span is made; what free() validates with */
   char *start;               /* first byte of the span                   */
   size_t bytes;              /* span length (pages * PAGE_SIZE, or map)  */
-  uint64_t div_magic;        /* interior-pointer check (alloc.c)         */
+  uint64_t div_magic;        /* block-start test (fastpath.h): floor(2^64
+                                / block size) + 1                        */
+  uint64_t carved_lim;       /* small: carved blocks * (block size *
+                                div_magic mod 2^64); 0 for every other
+                                kind, so free()'s one "off * div_magic <
+                                carved_lim" test refuses pointers outside
+                                the span, never handed out, not at a
+                                block start, or in a non-small span     */
   struct heap_s *_Atomic owner;      /* NULL: abandoned / none           */
   uint32_t block_size;
   uint32_t capacity;
   uint8_t cls;
   uint8_t kind;
   uint8_t dirty;             /* FREE runs: pages may be resident         */
-  uint32_t carved;           /* small: bump - start; 0 for every other
-                                kind, so free()'s one "off < carved" test
-                                refuses pointers outside the span, never
-                                handed out, or in a non-small span      */
   struct arena_s *arena;             /* NULL for xlarge                  */
-  char *bump;                /* small: first never-used block; written
-                                only when the owner carves a new slice  */
   /* owner-written when blocks move between the span and the owner's bin */
   _Alignas(CACHE_LINE) block_t *free; /* owner-local free list           */
+  char *bump;                /* small: first never-used block; written
+                                only when the owner carves a new slice  */
   uint32_t nfree;            /* blocks on `free`                         */
   uint32_t used;             /* blocks not on `free`: handed out, in the
                                 owner's bin, or freed remotely and not
@@ -214,9 +217,9 @@ typedef struct span_s {
   size_t prof_size;                  /* bytes the program asked for      */
 } span_t;
 
-/* span_t.bump and span_t.carved (bump - start) are written by the owner
- * (span_extend) while frees from other threads read them to refuse
- * never-handed-out blocks: both sides use relaxed
+/* span_t.bump and span_t.carved_lim (which counts the blocks below bump)
+ * are written by the owner (span_extend) while frees from other threads
+ * read them to refuse never-handed-out blocks: both sides use relaxed
  * atomic accesses (plain loads and stores on x86-64 and arm64; without them
  * it is a data race, and TSan reports it).  Relaxed is enough: bump only
  * grows while the span holds blocks, and a block a thread frees was carved
@@ -230,12 +233,30 @@ static inline char *span_bump(const span_t *s) {
 static inline void span_set_bump(span_t *s, char *bump) {
   __atomic_store_n(&s->bump, bump, __ATOMIC_RELAXED);
 }
-static inline uint32_t span_carved(const span_t *s) {
-  return __atomic_load_n(&s->carved, __ATOMIC_RELAXED);
+/* free()'s reads of words another thread may write (carved_lim, owner),
+ * which take whatever value they find, as a relaxed load does: under TSan
+ * a relaxed atomic load, elsewhere a plain load.  The machine code of the
+ * two is the same aligned move on x86-64 and arm64, but GCC (12) folds
+ * only the plain one into the compare that uses it: free() is two
+ * instructions shorter.  The slow paths use the atomic accessors. */
+#ifndef __has_feature
+#define __has_feature(x) 0
+#endif
+#if defined(__SANITIZE_THREAD__) || __has_feature(thread_sanitizer)
+static inline uint64_t span_carved_lim(const span_t *s) { return __atomic_load_n(&s->carved_lim, __ATOMIC_RELAXED); }
+static inline struct heap_s *span_owner_fast(const span_t *s) {
+  return atomic_load_explicit(&s->owner, memory_order_relaxed);
 }
-static inline void span_set_carved(span_t *s, uint32_t carved) {
-  __atomic_store_n(&s->carved, carved, __ATOMIC_RELAXED);
+#else
+static inline uint64_t span_carved_lim(const span_t *s) { return s->carved_lim; }
+static inline struct heap_s *span_owner_fast(const span_t *s) { return *(struct heap_s *const *)&s->owner; }
+#endif
+static inline void span_set_carved_lim(span_t *s, uint64_t lim) {
+  __atomic_store_n(&s->carved_lim, lim, __ATOMIC_RELAXED);
 }
+/* off * div_magic (mod 2^64) at block k's start: k * block_step, with
+ * block_step = size * div_magic - 2^64, between 1 and the block size. */
+static inline uint64_t block_step(const span_t *s) { return (uint64_t)s->block_size * s->div_magic; }
 
 /* span_t.kind of a span in use changes outside pages_lock (pages_alloc
  * hands a run out as LARGE, span_init_small makes it SMALL) while the page
@@ -537,7 +558,22 @@ bool span_contains_free(span_t *s, block_t *b) INTERNAL;
 extern __thread heap_t *lithe_tls_heap INTERNAL __attribute__((tls_model("initial-exec")));
 extern heap_t lithe_empty_heap INTERNAL;
 extern span_t lithe_empty_span INTERNAL;
-extern uintptr_t lithe_free_key INTERNAL;
+extern uintptr_t lithe_free_key INTERNAL; /* random, odd (init.c) */
+/* The free key a free block of span s holds in word 1.  Release build:
+ * the descriptor's address, which free() has in a register already (a
+ * global key cost a load on every free), and which no block handed out
+ * holds: the program is never given a descriptor's address, and malloc
+ * clears word 1.  A match is only a suspicion, confirmed by a scan, so a
+ * program that stores that value costs only time.  Hardened build: XORed
+ * with the process's random key, so a use after free that reads word 1
+ * learns no metadata address (an odd key: never 0, as fresh memory is). */
+static inline uintptr_t span_free_key(const span_t *s) {
+#if LITHE_SECURE
+  return (uintptr_t)s ^ lithe_free_key;
+#else
+  return (uintptr_t)s;
+#endif
+}
 void *heap_malloc_generic(heap_t *h, size_t size) INTERNAL;
 void *heap_malloc_class(heap_t *h, unsigned cls) INTERNAL;
 void heap_free_local_slow(heap_t *h, span_t *s) INTERNAL;

@@ -316,7 +316,7 @@ static bool block_live(uintptr_t a) {
   size_t off = (size_t)((char *)a - s->start);
   if (off >= s->bytes || (char *)a >= s->bump || !small_block_start(s, off)) return false;
   block_t *b = (block_t *)a;
-  return block_key(b) != lithe_free_key || !span_contains_free(s, b);
+  return block_key(b) != span_free_key(s) || !span_contains_free(s, b);
 }
 
 /* ---- output (out_t, options.c) ---------------------------------------- */

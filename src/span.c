@@ -18,16 +18,18 @@ void span_init_small(span_t *s, unsigned cls) {
   s->cls = (uint8_t)cls;
   s->block_size = size;
   s->capacity = (uint32_t)(s->bytes / size);
-  /* Lemire's divisibility test: off % size == 0  <=>  off * M <= M - 1
-   * with M = 2^64 / size rounded up, for 32-bit off. */
-  s->div_magic = UINT64_MAX / size + 1;
+  /* Lemire's divisibility test: off % size == 0  <=>  off * M < M, with
+   * M = floor(2^64 / size) + 1 (2^64 / size rounded up, and one more for
+   * a power of two, so that a block start's product is never 0 past the
+   * first: the carved test of fastpath.h counts blocks with it). */
+  s->div_magic = UINT64_MAX / size + 1 + ((size & (size - 1)) == 0);
   s->free = NULL;
   s->nfree = 0;
   s->used = 0;
   s->full = 0;
   s->free_trigger = 0;
   span_set_bump(s, s->start);
-  span_set_carved(s, 0);
+  span_set_carved_lim(s, 0);
   s->bump_end = s->start + (size_t)s->capacity * size;
   atomic_store_explicit(&s->thread_free, 0, memory_order_relaxed);
   atomic_store_explicit(&s->remote_next, NULL, memory_order_relaxed);
@@ -84,7 +86,7 @@ bool span_extend(span_t *s) {
   if (n > left) n = left;
   char *p = s->bump;
   block_t *head = s->free;
-  uintptr_t key = lithe_free_key; /* carved blocks count as free: a free()
+  uintptr_t key = span_free_key(s); /* carved blocks count as free: a free()
                                      of one is caught like a double free */
 #if LITHE_SECURE
   /* Hardened build: the slice is linked in a random order, so the address
@@ -124,7 +126,7 @@ bool span_extend(span_t *s) {
   s->nfree += (uint32_t)n;
   span_set_bump(s, p + n * size);
   lt_assert_cmp(s->bump, <=, s->bump_end);
-  span_set_carved(s, (uint32_t)(s->bump - s->start));
+  span_set_carved_lim(s, ((uint64_t)(s->bump - s->start) / size) * block_step(s));
   return true;
 }
 

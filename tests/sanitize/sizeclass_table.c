@@ -81,10 +81,48 @@ static void check_magic(void) {
                c, class_size[c], s.bytes, s.div_magic, off, want ? "not a" : "a");
       }
       checked += s.bytes;
+      /* free()'s carved test, with none, one, and every block carved:
+       * true exactly at the carved block starts, for every offset of the
+       * span, the span's length on either side of it, and offsets as far
+       * as 2^48 both ways (a pagemap entry may name a span elsewhere) */
+      uint32_t carve[3] = {0, 1, s.capacity};
+      for (int j = 0; j < 3; j++) {
+        span_set_carved_lim(&s, (uint64_t)carve[j] * block_step(&s));
+        size_t lim = (size_t)carve[j] * class_size[c];
+        for (int64_t off = -(int64_t)s.bytes; off < 2 * (int64_t)s.bytes; off++) {
+          bool want = off >= 0 && (size_t)off < lim && off % class_size[c] == 0;
+          if (small_carved_start(&s, (size_t)off) != want)
+            FAIL("class %u (%u B), %u blocks carved: offset %" PRId64 " says %s carved block start", c,
+                 class_size[c], carve[j], off, want ? "not a" : "a");
+        }
+        /* far offsets: every block start and its neighbours at strides
+         * through +-2^48 (x the stride and a prime, so all residues occur) */
+        for (uint64_t k = 1; k < ((uint64_t)1 << 48) / class_size[c]; k = k * 3 + 7)
+          for (int64_t d = -2; d <= 2; d++)
+            for (int sign = -1; sign <= 1; sign += 2) {
+              int64_t off = sign * (int64_t)(k * class_size[c]) + d;
+              bool want = off >= 0 && (size_t)off < lim && off % class_size[c] == 0;
+              if (small_carved_start(&s, (size_t)off) != want)
+                FAIL("class %u (%u B), %u blocks carved: offset %" PRId64 " says %s carved block start",
+                     c, class_size[c], carve[j], off, want ? "not a" : "a");
+            }
+        /* and 20,000 pseudo-random offsets within +-2^48 */
+        uint64_t x = 0x9e3779b97f4a7c15u ^ c;
+        for (int i = 0; i < 20000; i++) {
+          x = x * 6364136223846793005u + 1442695040888963407u;
+          int64_t off = (int64_t)(x >> 15) - ((int64_t)1 << 48);
+          if (i & 1) off -= off % class_size[c]; /* half of them block starts */
+          bool want = off >= 0 && (size_t)off < lim && off % class_size[c] == 0;
+          if (small_carved_start(&s, (size_t)off) != want)
+            FAIL("class %u (%u B), %u blocks carved: offset %" PRId64 " says %s carved block start", c,
+                 class_size[c], carve[j], off, want ? "not a" : "a");
+        }
+      }
     }
   }
-  printf("division magic: exact at all %" PRIu64 " offsets of every class's two span sizes\n",
-         checked);
+  printf("division magic: exact at all %" PRIu64 " offsets of every class's two span sizes,"
+         " and free()'s carved test with 0, 1 and all blocks carved, offsets -span .. 2 span"
+         " and sampled to +-2^48\n", checked);
 }
 
 static void measure(void) {
