@@ -47,7 +47,9 @@
  *     block = heap->bin[c]; if (block) { heap->bin[c] = block->next; ... }
  * free(p), same thread:
  *     span = pagemap[p]; check p is a block start; if (span->owner == heap)
- *     push on heap->bin[span->cls]; else CAS-push on span->thread_free.
+ *     push on heap->bin[span->cls]; else the same push (this thread
+ *     reuses the block) while that bin has room, or a CAS push on
+ *     span->thread_free.
  * An empty bin takes its class's current span's whole free list; a free
  * into a full bin goes to the block's span, so no bin is ever walked and
  * a wave of same-size frees and mallocs within the bin moves no span.
@@ -87,9 +89,7 @@ static NOINLINE span_t *bad_pointer(const char *op, const void *p, span_t *s) {
 
 /* Suspected double free (the key matched): confirm by scanning. */
 static NOINLINE bool is_double_free(span_t *s, block_t *b) {
-  if (span_contains_free(s, b)) return true;
-  heap_t *o = atomic_load_explicit(&s->owner, memory_order_acquire);
-  return o && heap_bin_has(o, s->cls, b);
+  return span_contains_free(s, b) || heaps_bin_has(s, b);
 }
 
 static inline span_t *checked_span(const char *op, const void *p) {

@@ -79,13 +79,18 @@ _Bool lithe_fault_os(const char *what) __attribute__((visibility("hidden")));
 _Bool lithe_fault_meta(const char *what) __attribute__((visibility("hidden")));
 /* b is a block of small span s that has been handed out or carved: inside
  * [start, bump) at a multiple of the block size (checked with %, not with
- * the division magic the fast path uses, so this cross-checks it). */
+ * the division magic the fast path uses, so this cross-checks it).  bump
+ * is read relaxed: a bin may hold another heap's block, whose owner may be
+ * carving that span meanwhile (internal.h, span_bump). */
 #define lt_assert_block(s, b)                                                             \
   do {                                                                                    \
-    if (__builtin_expect(!((char *)(b) >= (s)->start && (char *)(b) < (s)->bump &&     \
-                           (size_t)((char *)(b) - (s)->start) % (s)->block_size == 0), 0)) \
+    const span_t *lt_s_ = (s); /* NULL (no span) fails too */                             \
+    if (__builtin_expect(!(lt_s_ && (char *)(b) >= lt_s_->start &&                        \
+                           (char *)(b) < span_bump(lt_s_) &&                              \
+                           (size_t)((char *)(b) - lt_s_->start) % lt_s_->block_size == 0), 0)) \
       lithe_assert_fail("block inside its span, at a block start", __FILE__, __LINE__,  \
-                        __func__, "block", (uintptr_t)(b), 0, "span", (uintptr_t)(s)->start, 0); \
+                        __func__, "block", (uintptr_t)(b), 0, "span",                    \
+                        lt_s_ ? (uintptr_t)lt_s_->start : 0, 0);                          \
   } while (0)
 /* every lock/unlock in src/ goes through the rank check (pthread.h has
  * been included above, so its own declarations are not renamed) */

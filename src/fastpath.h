@@ -109,7 +109,8 @@ static inline bool small_carved_start(const span_t *s, size_t off) {
  * span that has been handed out, and the key compare catches a double
  * free (confirmed by a scan in the slow path).  Then the owner pushes on
  * its bin (the head, loaded once, also serves the head check and the
- * link); another thread's free is a CAS push on the span's thread_free. */
+ * link); another thread's block goes to heap_free_remote (this thread's
+ * bin while it has room, else a CAS push on the span's thread_free). */
 static inline void free_inline(void *p) {
   uintptr_t a = (uintptr_t)p;
   uintptr_t i1 = a >> L1_SHIFT;

@@ -579,6 +579,7 @@ void *heap_malloc_class(heap_t *h, unsigned cls) INTERNAL;
 void heap_free_local_slow(heap_t *h, span_t *s) INTERNAL;
 void heap_decay(heap_t *h) INTERNAL;
 bool heap_bin_has(heap_t *h, unsigned cls, const block_t *b) INTERNAL;
+bool heaps_bin_has(span_t *s, const block_t *b) INTERNAL; /* any heap's bin (misuse path) */
 void heap_free_remote(span_t *s, block_t *b) INTERNAL;
 void heap_collect(heap_t *h, bool force) INTERNAL;
 void heaps_collect_abandoned(void) INTERNAL;
