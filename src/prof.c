@@ -177,11 +177,13 @@ static _Unwind_Reason_Code unwind_one(struct _Unwind_Context *ctx, void *arg) {
  * and rbp unchanged or saved at a fixed place below the CFA.  So the rule
  * is learnt once per return address (its FDE read here, found with
  * libgcc's _Unwind_Find_FDE) and kept in a table; a walk then costs a
- * table probe and _dl_find_object (lock-free, glibc >= 2.35) per frame.
- * _dl_find_object proves the return address lies in a loaded object and
- * names it: an entry is used only for the same address in the same
- * object (link_map), so a rule learnt in a library since unloaded is not
- * applied to another one loaded at its address.  Anything else (no FDE,
+ * table probe per frame.  The code of the objects loaded at start-up is
+ * never unloaded, so their rules hold for good; a frame in a library
+ * dlopen'ed later also asks _dl_find_object (lock-free, glibc >= 2.35)
+ * which object holds it, and its entry is used only for the same address
+ * in the same object (link_map): a rule learnt in a library since
+ * unloaded is not applied to another one loaded at its address.
+ * Anything else (no FDE,
  * a signal frame, a DWARF expression, rbp kept in another register, a
  * frame over 1 MiB) is remembered as "not cacheable" and that sample's
  * stack is taken by libgcc, as before.  The table is written with plain
@@ -223,7 +225,7 @@ enum { RULE_NONE = 0, RULE_END = 1, RULE_RSP = 2, RULE_RBP = 3 };
  * (10 bits: rbp saved at CFA - 8 * slot; 0: rbp unchanged) */
 #define RULE_OFF_MAX ((1u << 20) - 1)
 #define RULE_SLOT_MAX ((1u << 10) - 1)
-#define UNWIND_CACHE_BITS 12 /* 4096 return addresses (64 KiB, touched as used) */
+#define UNWIND_CACHE_BITS 9 /* 512 return addresses (8 KiB: a hashed table is touched all over) */
 typedef struct {
   _Atomic uintptr_t ra;
   _Atomic uint64_t rule; /* rule << 32 | check */
@@ -390,16 +392,42 @@ static uint32_t learn_rule(uintptr_t ra) {
   return (st.cfa_reg == 7 ? RULE_RSP : RULE_RBP) | (uint32_t)st.cfa_off << 2 | (uint32_t)st.rbp << 22;
 }
 
+/* The code of the objects loaded when lithe started (the program and the
+ * libraries it was linked with, glibc never unloads them): a rule learnt
+ * there holds for good, and is used without asking _dl_find_object. */
+#define PERMANENT_MAX 128
+static struct { uintptr_t lo, hi; } permanent[PERMANENT_MAX];
+static unsigned npermanent;
+
+static int note_permanent(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size; (void)arg;
+  for (int i = 0; i < info->dlpi_phnum && npermanent < PERMANENT_MAX; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+      permanent[npermanent].lo = info->dlpi_addr + ph->p_vaddr;
+      permanent[npermanent].hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+      npermanent++;
+    }
+  }
+  return 0;
+}
+
+static bool is_permanent(uintptr_t ra) {
+  for (unsigned i = 0; i < npermanent; i++)
+    if (ra > permanent[i].lo && ra <= permanent[i].hi) return true; /* the call is at ra - 1 */
+  return false;
+}
+
 static uint32_t rule_of(uintptr_t ra) {
+  unwind_slot_t *slot = &unwind_cache[(ra * 0x9e3779b97f4a7c15u) >> (64 - UNWIND_CACHE_BITS)];
+  bool hit = atomic_load_explicit(&slot->ra, memory_order_acquire) == ra;
+  uint64_t v = atomic_load_explicit(&slot->rule, memory_order_relaxed);
+  if (hit && (uint32_t)v == unwind_check(ra, NULL)) return (uint32_t)(v >> 32); /* a permanent object's */
   struct dl_find_object fo;
   if (find_object((void *)(ra - 1), &fo) != 0) return RULE_NONE;
-  uint32_t check = unwind_check(ra, fo.dlfo_link_map);
-  unwind_slot_t *slot = &unwind_cache[(ra * 0x9e3779b97f4a7c15u) >> (64 - UNWIND_CACHE_BITS)];
-  if (atomic_load_explicit(&slot->ra, memory_order_acquire) == ra) {
-    uint64_t v = atomic_load_explicit(&slot->rule, memory_order_relaxed);
-    if ((uint32_t)v == check) return (uint32_t)(v >> 32);
-  }
+  if (hit && (uint32_t)v == unwind_check(ra, fo.dlfo_link_map)) return (uint32_t)(v >> 32);
   uint32_t rule = learn_rule(ra);
+  uint32_t check = unwind_check(ra, is_permanent(ra) ? NULL : fo.dlfo_link_map);
   atomic_store_explicit(&slot->ra, 0, memory_order_relaxed);
   atomic_store_explicit(&slot->rule, (uint64_t)rule << 32 | check, memory_order_release);
   atomic_store_explicit(&slot->ra, ra, memory_order_release);
@@ -848,6 +876,9 @@ __attribute__((constructor)) static void prof_warm_up(void) {
   find_object = (int (*)(void *, struct dl_find_object *))dlsym(RTLD_DEFAULT, "_dl_find_object");
 #endif
   dl_iterate_phdr(find_text, (void *)(uintptr_t)&prof_warm_up);
+#if PROF_FAST_UNWIND
+  dl_iterate_phdr(note_permanent, NULL);
+#endif
   prof_ready = true;
   prof_busy = 0;
 }
