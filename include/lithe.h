@@ -25,6 +25,9 @@
  *   LITHE_PROF_SAMPLE=N[k|m|g] mean bytes between samples (default 512k)
  *   LITHE_PROF_PREFIX=PATH     profile file prefix (default "lithe")
  *   LITHE_PROF_PEAK=1          also dump at each new peak (one per doubling)
+ *   LITHE_PROF_UNWIND=check    take every stack with lithe's cached unwinder
+ *                              and libgcc's, abort if they differ (=libgcc:
+ *                              libgcc's alone)
  *   LITHE_LEAKS=1              track every allocation; print the biggest live
  *                              allocation sites to stderr at exit
  * (every option, with its range and the reason for its default:

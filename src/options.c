@@ -161,7 +161,8 @@ void lithe_warn(const char *msg, size_t value) {
  * document (docs/options.md lists them too). */
 static const char *const other_opts[][2] = {
     {"LITHE_PROF", "0"},          {"LITHE_PROF_SAMPLE", "512k"},      {"LITHE_PROF_PREFIX", "lithe"},
-    {"LITHE_PROF_PEAK", "0"},     {"LITHE_LEAKS", "0"},               {"LITHE_MEMORY_LIMIT", "cgroup"},
+    {"LITHE_PROF_PEAK", "0"},     {"LITHE_PROF_UNWIND", "fast"},      {"LITHE_LEAKS", "0"},
+    {"LITHE_MEMORY_LIMIT", "cgroup"},
     {"LITHE_MEMORY_LIMIT_HARD", "0"}, {"LITHE_CGROUP_ROOT", "/sys/fs/cgroup"},
 };
 

@@ -493,8 +493,14 @@ static inline __attribute__((always_inline)) unsigned capture(void **out) {
     else if (unwind_mode == UNWIND_CHECK && unwind_backtrace) {
       void *gcc[PROF_DEPTH + PROF_SKIP_MAX];
       int ng = libgcc_backtrace(gcc, max - 1);
-      /* the same frames from the caller of the function capture is in */
-      if (ng - 1 != n - 2 || memcmp(gcc + 1, raw + 2, (size_t)(ng - 1) * sizeof(void *)) != 0)
+      /* the same frames from the caller of the function capture is in:
+       * libgcc's list starts there after 1 frame (or 2 where
+       * libgcc_backtrace is not inlined, -O0); both may be cut at max */
+      int k = 1;
+      while (k < 3 && k < ng && gcc[k] != raw[2]) k++;
+      int common = ng - k < n - 2 ? ng - k : n - 2;
+      bool cut = n == max || ng == max - 1;
+      if (common < 0 || (!cut && ng - k != n - 2) || memcmp(gcc + k, raw + 2, (size_t)common * sizeof(void *)) != 0)
         unwind_mismatch(raw + 2, n - 2, gcc + 1, ng - 1);
       atomic_fetch_add_explicit(&unwind_checked, 1, memory_order_relaxed);
     }
