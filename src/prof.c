@@ -59,6 +59,13 @@
  * 16 MiB holds ~50,000 distinct stacks, and is touched only as used. */
 #define PROF_POOL_BYTES ((size_t)16 * MiB)
 #define PROF_TABLE_BITS 16       /* 65536 bucket slots (512 KiB)            */
+/* A stack's probes start in the table's first 4096 slots (32 KiB): the
+ * few stacks of most programs touch at most 8 of its pages, where hashing
+ * over the whole table gave each new stack a page of its own until all
+ * 128 were touched; after 8 probes there the rest of the table is
+ * probed as usual. */
+#define PROF_NEAR_SLOTS 4096
+#define PROF_NEAR_PROBES 8
 /* Leak table: 2^21 entries of 16 bytes (32 MiB reserved, touched as used):
  * room for ~1.5 million live addresses at 75 % load. */
 #define LEAK_TABLE_BITS 21
@@ -225,12 +232,12 @@ enum { RULE_NONE = 0, RULE_END = 1, RULE_RSP = 2, RULE_RBP = 3 };
  * (10 bits: rbp saved at CFA - 8 * slot; 0: rbp unchanged) */
 #define RULE_OFF_MAX ((1u << 20) - 1)
 #define RULE_SLOT_MAX ((1u << 10) - 1)
-#define UNWIND_CACHE_BITS 9 /* 512 return addresses (8 KiB: a hashed table is touched all over) */
+#define UNWIND_CACHE_BITS 8 /* 256 return addresses: 4 KiB, one page (a hashed table is touched all over) */
 typedef struct {
   _Atomic uintptr_t ra;
   _Atomic uint64_t rule; /* rule << 32 | check */
 } unwind_slot_t;
-static unwind_slot_t unwind_cache[(size_t)1 << UNWIND_CACHE_BITS];
+static unwind_slot_t unwind_cache[(size_t)1 << UNWIND_CACHE_BITS] __attribute__((aligned(4096)));
 static _Atomic size_t unwind_fallbacks, unwind_checked;
 
 static uint32_t unwind_check(uintptr_t ra, const void *map) {
@@ -526,9 +533,14 @@ static uint64_t stack_hash(void *const *pc, unsigned d) {
 /* The bucket of this stack, made if new; NULL when the pool is full. */
 static prof_bucket_t *bucket_of(void *const *pc, unsigned d) {
   uint64_t hash = stack_hash(pc, d);
-  size_t mask = ((size_t)1 << PROF_TABLE_BITS) - 1;
+  const size_t far = ((size_t)1 << PROF_TABLE_BITS) - PROF_NEAR_SLOTS;
   prof_bucket_t *mine = NULL;
-  for (size_t i = hash & mask, probes = 0; probes <= mask; i = (i + 1) & mask, probes++) {
+  for (size_t probes = 0; probes < PROF_NEAR_PROBES + far; probes++) {
+    /* one probe sequence: PROF_NEAR_PROBES slots in the near part, then
+     * the far part; slots are never emptied, so a stack is always found
+     * at or before the first empty slot of its sequence */
+    size_t i = probes < PROF_NEAR_PROBES ? (hash + probes) % PROF_NEAR_SLOTS
+                                         : PROF_NEAR_SLOTS + ((hash >> 12) + probes - PROF_NEAR_PROBES) % far;
     prof_bucket_t *b = atomic_load_explicit(&table[i], memory_order_acquire);
     if (!b) {
       if (!mine) {
