@@ -104,9 +104,10 @@ static inline bool small_carved_start(const span_t *s, size_t off) {
 }
 
 /* free: no NULL test up front (NULL finds no span and goes slow).  An
- * address above 2^48 goes slow at the L1 index.  One multiply and one
- * compare (small_carved_start) prove p is the start of a block of a small
- * span that has been handed out, and the key compare catches a double
+ * address above 2^48 goes slow at the L1 index; an address with no span
+ * reads the static `none` descriptor (internal.h, pagemap).  One multiply
+ * and one compare (small_carved_start) prove p is the start of a block of
+ * a small span that has been handed out, and the key compare catches a double
  * free (confirmed by a scan in the slow path).  Then the owner pushes on
  * its bin (the head, loaded once, also serves the head check and the
  * link); another thread's block goes to heap_free_remote (this thread's
@@ -115,10 +116,20 @@ static inline void free_inline(void *p) {
   uintptr_t a = (uintptr_t)p;
   uintptr_t i1 = a >> L1_SHIFT;
   if (unlikely(i1 >= L1_COUNT)) goto slow;
-  span_t **l2 = atomic_load_explicit(&pagemap_l1[i1], memory_order_relaxed);
-  if (unlikely(l2 == NULL)) goto slow;
-  span_t *s = l2[(a >> PAGE_SHIFT) & (L2_COUNT - 1)];
-  if (unlikely(s == NULL)) goto slow;
+  /* the map's address, opaque to GCC, which otherwise folds l1's offset
+   * into the index register (an lea more); on x86-64 in rcx, where it
+   * leaves p in rdi (GCC 12 put it there and moved p: one move more) */
+  uintptr_t map = (uintptr_t)&lithe_pagemap;
+#if defined(__x86_64__)
+  __asm__("" : "+c"(map));
+#else
+  __asm__("" : "+r"(map));
+#endif
+  uintptr_t l1e = atomic_load_explicit((_Atomic uintptr_t *)(map + offsetof(pagemap_t, l1)) + i1,
+                                       memory_order_relaxed);
+  if (unlikely(l1e == 0)) goto slow;
+  /* as pagemap_entry_span: no span reads `none`, at the map's head */
+  span_t *s = (span_t *)(map + pagemap_l2_entry(l1e, a));
   size_t off = (size_t)((char *)p - s->start);
   block_t *b = p;
   uintptr_t key = span_free_key(s);

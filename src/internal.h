@@ -472,8 +472,42 @@ typedef struct os_stats_s {
 } os_stats_t;
 extern os_stats_t os_stats INTERNAL;
 
-/* pagemap.c */
-extern span_t **_Atomic pagemap_l1[L1_COUNT] INTERNAL;
+/* pagemap.c.  Both levels are stored so that free() reads them with the
+ * fewest instructions:
+ *  - L1 entry i1 holds its level's address less i1 * L2_BYTES (0: no
+ *    level), so the L2 entry of address a is the word at that value plus
+ *    (a >> PAGE_SHIFT) * 8: one shift, no mask (pagemap_level gives the
+ *    level's own address);
+ *  - an L2 entry holds its span's address less that of `none` (0: no
+ *    span), a static descriptor at the head of the map with carved_lim 0:
+ *    free() reads "no span" as a span whose carved test fails, with one
+ *    add (the map's address is in a register for the L1 load already)
+ *    instead of a NULL test and its branch. */
+typedef struct pagemap_s {
+  span_t none;
+  _Atomic uintptr_t l1[L1_COUNT];
+} pagemap_t;
+extern pagemap_t lithe_pagemap INTERNAL;
+#define L2_BYTES (L2_COUNT * sizeof(uintptr_t))
+static inline uintptr_t pagemap_l1_entry(size_t i1) {
+  return atomic_load_explicit(&lithe_pagemap.l1[i1], memory_order_relaxed);
+}
+/* level i1's own address (NULL: none) */
+static inline span_t **pagemap_level(size_t i1) {
+  uintptr_t e = pagemap_l1_entry(i1);
+  return e ? (span_t **)(e + i1 * L2_BYTES) : NULL;
+}
+/* the L2 entry of address a, given its L1 entry (not 0) */
+static inline uintptr_t pagemap_l2_entry(uintptr_t l1e, uintptr_t a) {
+  return *(const uintptr_t *)(l1e + (a >> PAGE_SHIFT) * sizeof(uintptr_t));
+}
+static inline span_t *pagemap_entry_span(uintptr_t e) { /* `none` for 0 */
+  _Static_assert(offsetof(pagemap_t, none) == 0, "free() decodes entries from the map's address");
+  return (span_t *)((uintptr_t)&lithe_pagemap.none + e);
+}
+static inline uintptr_t pagemap_span_entry(const span_t *s) {
+  return s ? (uintptr_t)s - (uintptr_t)&lithe_pagemap.none : 0;
+}
 bool pagemap_ensure(const void *p, size_t size) INTERNAL;  /* commit L2 for range */
 void pagemap_set(const void *p, size_t npages, span_t *s) INTERNAL;
 void pagemap_set_one(const void *p, span_t *s) INTERNAL;
@@ -482,9 +516,10 @@ bool pagemap_level_sparse(size_t i1) INTERNAL; /* white-box test */
 static inline span_t *pagemap_lookup(const void *p) {
   uintptr_t a = (uintptr_t)p;
   if (unlikely(a >> ADDR_BITS)) return NULL;
-  span_t **l2 = atomic_load_explicit(&pagemap_l1[a >> L1_SHIFT], memory_order_relaxed);
-  if (unlikely(l2 == NULL)) return NULL;
-  return l2[(a >> PAGE_SHIFT) & (L2_COUNT - 1)];
+  uintptr_t l1e = pagemap_l1_entry(a >> L1_SHIFT);
+  if (unlikely(l1e == 0)) return NULL;
+  uintptr_t e = pagemap_l2_entry(l1e, a);
+  return e ? pagemap_entry_span(e) : NULL;
 }
 
 /* meta.c: fixed metadata (span descriptors, heaps, arenas) */

@@ -1,7 +1,10 @@
 /* pagemap.c — address -> span descriptor, in O(1), for any address.
  *
- * Two levels, as Go's arena index (seed 000):
- *   L1: 4096 pointers in .bss (32 KiB), indexed by address bits 47..36;
+ * Two levels, as Go's arena index (seed 000), each entry stored as an
+ * offset so that free() reads them with fewer instructions (internal.h,
+ * pagemap_t: a level's address less i1 * L2_BYTES, a span's address less
+ * that of the static `none` descriptor; 0 is "none" in both):
+ *   L1: 4096 words in .bss (32 KiB), indexed by address bits 47..36;
  *   L2: one per 64 GiB of address space actually used, 2^23 entries (one per
  *       8 KiB page), reserved PROT_READ (64 MiB of zero pages: readable, so a
  *       lookup of a foreign pointer reads 0 instead of faulting; not
@@ -14,7 +17,7 @@
 #include <string.h>
 #include "internal.h"
 
-span_t **_Atomic pagemap_l1[L1_COUNT];
+pagemap_t lithe_pagemap;
 static uint64_t *l2_pieces[L1_COUNT]; /* bitmap: which 64 KiB pieces are RW */
 /* A sparse level: its 64 MiB reservation was refused (ulimit -v), so only
  * the pieces in use are mapped, each at its place relative to the first.
@@ -31,7 +34,17 @@ pthread_mutex_t pagemap_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define PIECE_ENTRIES (L2_PIECE / sizeof(span_t *))
 #define PIECES_PER_L2 (L2_COUNT / PIECE_ENTRIES)
-#define L2_BYTES (L2_COUNT * sizeof(span_t *))
+
+/* Level i1 is now at l2 (internal.h: the L1 entry is its address less
+ * i1 * L2_BYTES).  An entry of 0 would read as "no level": a level placed
+ * at exactly i1 * L2_BYTES (below 256 GiB, where mmap does not place
+ * anything on Linux unless asked) cannot be published, and its caller
+ * fails as when out of address space. */
+static bool publishable(size_t i1, span_t **l2) { return (uintptr_t)l2 - i1 * L2_BYTES != 0; }
+static void publish(size_t i1, span_t **l2) {
+  lt_assert(publishable(i1, l2));
+  atomic_store_explicit(&lithe_pagemap.l1[i1], (uintptr_t)l2 - i1 * L2_BYTES, memory_order_release);
+}
 
 static bool piece_used(const uint64_t *bits, size_t piece) { return bits[piece / 64] & (1ull << (piece % 64)); }
 
@@ -57,6 +70,10 @@ static span_t **relevel(size_t i1, span_t **old, size_t want) {
   for (size_t p = 0; p < PIECES_PER_L2; p++)
     if (piece_used(bits, p) && p > top) top = p;
   span_t **l2 = os_reserve_readonly(L2_BYTES);
+  if (l2 && !publishable(i1, l2)) {
+    os_release(l2, L2_BYTES);
+    l2 = NULL;
+  }
   bool dense = l2 != NULL;
   if (dense) {
     size_t p = 0;
@@ -73,6 +90,11 @@ static span_t **relevel(size_t i1, span_t **old, size_t want) {
       char *anchor = os_map_at(NULL, L2_PIECE);
       if (!anchor) return NULL;
       l2 = (span_t **)((uintptr_t)anchor - top * L2_PIECE);
+      if (!publishable(i1, l2)) {
+        os_unmap(anchor, L2_PIECE);
+        l2 = NULL;
+        continue;
+      }
       size_t p = 0;
       for (; p < top; p++)
         if ((piece_used(bits, p) || p == want) && !map_piece(l2, p)) break;
@@ -93,7 +115,7 @@ static span_t **relevel(size_t i1, span_t **old, size_t want) {
   atomic_fetch_add_explicit(&os_stats.metadata, pieces * L2_PIECE, memory_order_relaxed);
   bits[want / 64] |= 1ull << (want % 64);
   l2_sparse[i1] = !dense;
-  atomic_store_explicit(&pagemap_l1[i1], l2, memory_order_release);
+  publish(i1, l2);
   return l2;
 }
 
@@ -105,7 +127,7 @@ bool pagemap_ensure(const void *p, size_t size) {
   pthread_mutex_lock(&pagemap_lock);
   for (uintptr_t page = a >> PAGE_SHIFT; page <= end >> PAGE_SHIFT;) {
     size_t i1 = page >> (L1_SHIFT - PAGE_SHIFT);
-    span_t **l2 = atomic_load_explicit(&pagemap_l1[i1], memory_order_relaxed);
+    span_t **l2 = pagemap_level(i1);
     size_t i2 = page & (L2_COUNT - 1);
     size_t piece = i2 / PIECE_ENTRIES;
     if (!l2) {
@@ -114,18 +136,27 @@ bool pagemap_ensure(const void *p, size_t size) {
       l2 = os_reserve_readonly(L2_BYTES);
       /* once more before going sparse: a refusal may be passing */
       if (!l2) l2 = os_reserve_readonly(L2_BYTES);
+      if (l2 && !publishable(i1, l2)) {
+        os_release(l2, L2_BYTES);
+        l2 = NULL;
+      }
       if (!l2) {
         /* sparse: this piece anywhere; the level is placed around it */
         char *first = os_map_at(NULL, L2_PIECE);
         if (!first) { ok = false; break; }
         l2 = (span_t **)((uintptr_t)first - piece * L2_PIECE);
+        if (!publishable(i1, l2)) {
+          os_unmap(first, L2_PIECE);
+          ok = false;
+          break;
+        }
         l2_sparse[i1] = true;
         atomic_store_explicit(&any_sparse, true, memory_order_relaxed);
         atomic_fetch_add_explicit(&os_stats.metadata, L2_PIECE, memory_order_relaxed);
         bits[piece / 64] |= 1ull << (piece % 64);
       }
       l2_pieces[i1] = bits;
-      atomic_store_explicit(&pagemap_l1[i1], l2, memory_order_release);
+      publish(i1, l2);
     }
     if (!(l2_pieces[i1][piece / 64] & (1ull << (piece % 64)))) {
       span_t **at = &l2[piece * PIECE_ENTRIES];
@@ -151,9 +182,9 @@ void pagemap_set(const void *p, size_t npages, span_t *s) {
   bool lock = atomic_load_explicit(&any_sparse, memory_order_relaxed);
   if (unlikely(lock)) pthread_mutex_lock(&pagemap_lock);
   for (size_t i = 0; i < npages; i++, page++) {
-    span_t **l2 = atomic_load_explicit(&pagemap_l1[page >> (L1_SHIFT - PAGE_SHIFT)], memory_order_relaxed);
+    span_t **l2 = pagemap_level(page >> (L1_SHIFT - PAGE_SHIFT));
     lt_assert_v(l2 != NULL, page << PAGE_SHIFT); /* pagemap_ensure first */
-    l2[page & (L2_COUNT - 1)] = s;
+    ((uintptr_t *)l2)[page & (L2_COUNT - 1)] = pagemap_span_entry(s);
   }
   if (unlikely(lock)) pthread_mutex_unlock(&pagemap_lock);
 }

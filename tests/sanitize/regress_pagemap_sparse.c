@@ -52,7 +52,7 @@ static bool mapped(void *p) {
 
 static size_t unused_level(void) {
   for (size_t i1 = 1; i1 < L1_COUNT; i1++)
-    if (!atomic_load(&pagemap_l1[i1])) return i1;
+    if (!pagemap_level(i1)) return i1;
   CHECK(!"no unused pagemap level");
   return 0;
 }
@@ -67,7 +67,7 @@ static void run_case(bool lift) {
   CHECKF(pagemap_ensure(a, PAGE_SIZE), "%s: first piece of level %zu", name, i1);
   CHECKF(pagemap_level_sparse(i1), "%s: level %zu is dense under RLIMIT_AS: the test needs it sparse", name, i1);
   pagemap_set_one(a, &fake[0]);
-  span_t **l2 = atomic_load(&pagemap_l1[i1]);
+  span_t **l2 = pagemap_level(i1);
   char *place = (char *)&l2[(k + 1) * PIECE_ENTRIES];
   char *blocker = NULL;
   if (!mapped(place)) {
@@ -84,13 +84,13 @@ static void run_case(bool lift) {
   CHECKF(sa == &fake[0] && sb == &fake[1], "%s: lookups %p %p, expected %p %p", name, (void *)sa, (void *)sb,
          (void *)&fake[0], (void *)&fake[1]);
   CHECKF(pagemap_level_sparse(i1) == !lift, "%s: level %zu sparse = %d", name, i1, (int)pagemap_level_sparse(i1));
-  CHECKF(atomic_load(&pagemap_l1[i1]) != l2, "%s: level %zu not moved", name, i1);
+  CHECKF(pagemap_level(i1) != l2, "%s: level %zu not moved", name, i1);
   for (size_t i = 0; blocker && i < L2_PIECE; i++)
     CHECKF((unsigned char)blocker[i] == 0xab, "%s: the blocking mapping was written at +%zu: %#x", name, i,
            (unsigned char)blocker[i]);
   limit_as(false);
   printf("%s: level %zu sparse at %p, next piece's place %p taken (%s); moved to %p (%s), both entries found\n",
-         name, i1, (void *)l2, (void *)place, blocker ? "test's mapping" : "already", (void *)atomic_load(&pagemap_l1[i1]),
+         name, i1, (void *)l2, (void *)place, blocker ? "test's mapping" : "already", (void *)pagemap_level(i1),
          lift ? "dense" : "sparse");
   if (blocker) munmap(blocker, L2_PIECE);
 }
