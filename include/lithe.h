@@ -12,6 +12,8 @@
  *   LITHE_PURGE_DELAY_MS=N     free pages are given back to the OS after this
  *                              many ms (default 1000; 0 = at once; -1 = never,
  *                              except on lithe_collect(true) / malloc_trim)
+ *   LITHE_PURGE_THREAD=0|1     1 (default): a thread purges on time while the
+ *                              program makes no call; 0: only calls purge
  *   LITHE_ON_ERROR=abort|ignore  what a detected misuse (double free, foreign
  *                              pointer) does after its message (default abort)
  *   LITHE_SHOW_STATS=1|json    print statistics to stderr at exit (json:

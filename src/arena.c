@@ -15,7 +15,10 @@
  *
  * One lock guards it all: the page heap is off the hot path (a thread
  * takes whole spans from it, ~64 KiB at a time, and caches empty ones). */
+#include <errno.h>
+#include <signal.h>
 #include <string.h>
+#include <time.h>
 #include "internal.h"
 
 pthread_mutex_t pages_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -32,6 +35,45 @@ static uint64_t last_purge_ms;
 static size_t dirty_bytes;  /* free runs whose pages may be resident */
 static size_t clean_bytes;  /* free runs known not resident (purged/fresh) */
 static size_t in_use_bytes; /* pages handed out (spans, large objects) */
+
+/* ---- the purge thread ------------------------------------------------------
+ * Free pages and cached xlarge mappings wait LITHE_PURGE_DELAY_MS, then go
+ * back to the OS.  Calls into lithe (pages_free, the xlarge cache) purge
+ * what has waited long enough, but a program that frees its memory and
+ * then stops calling malloc -- goes quiet, waits for input, sleeps between
+ * jobs -- would keep all it freed in its last delay for as long as it
+ * stays quiet: lithe-replay and bench-mallocbench measure that after a
+ * pause of the delay + 100 ms with nothing called (unassisted-end-kB).
+ * So a thread does it: started when 16 MiB or more of freed memory waits
+ * (never when the delay is 0, which purges at once, or negative, which
+ * never purges; LITHE_PURGE_THREAD=0 keeps it off), it sleeps until the oldest
+ * waiting memory is due (purge_due_ms), purges what is due, and exits as
+ * soon as nothing waits, so a program that is quiet with nothing waiting
+ * is single-threaded again (unshare(CLONE_NEWUSER) needs that).  It never
+ * allocates, blocks every signal, and has a 64 KiB stack.  If it cannot
+ * be started the calls into lithe go on purging as before. */
+static pthread_cond_t purge_cond;
+/* The thread starts only when this much waits: it and what glibc keeps
+ * for a thread that has run (its stack, cached, and the TLS vector that
+ * goes with it) stay resident, ~70 KiB (bench-mallocbench, end-kB after
+ * lithe_collect(true) without / with the thread: tree_churn 160 / 232 kB,
+ * fragment 172 / 240), over 1/250 of what it could give back below 16 MiB
+ * (fragment frees 5 MB; the rows of `make bench` that free 16 MiB or more
+ * end at 700 kB and up). */
+#define PURGE_THREAD_MIN ((size_t)16 * MiB)
+static bool purger_running;  /* the thread exists (in this process)       */
+static bool purger_off;      /* off, or pthread_create refused            */
+static uint64_t purge_due_ms = UINT64_MAX; /* when the oldest waiting memory is due */
+static _Atomic bool purger_wanted; /* memory waits and no thread: start one at
+                                      the next call that holds no lock */
+
+static void purger_init(void) {
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&purge_cond, &ca);
+  pthread_condattr_destroy(&ca);
+}
 
 void pages_init(void) {
   large_max = lithe_opt.arena_size / 4;
@@ -276,23 +318,110 @@ static span_t *arena_carve(size_t npages) {
 static size_t purge_runs(uint64_t now, bool force, size_t keep) {
   size_t purged = 0;
   long delay = lithe_opt.purge_delay_ms;
+  uint64_t due = UINT64_MAX; /* of the runs that stay dirty */
   for (unsigned b = 0; b < NBINS; b++)
-    for (span_t *s = bins[b].first; s; s = s->next)
-      if (s->dirty && (force || (delay >= 0 && now - s->freed_ms >= (uint64_t)delay) ||
-                       dirty_bytes > keep)) {
-        if (!os_purge(s->start, s->bytes)) continue; /* stays dirty */
-        lt_assert_cmp(dirty_bytes, >=, s->bytes);
-        s->dirty = 0;
-        dirty_bytes -= s->bytes;
-        clean_bytes += s->bytes;
-        purged += s->bytes;
+    for (span_t *s = bins[b].first; s; s = s->next) {
+      if (!s->dirty) continue;
+      if (force || (delay >= 0 && now - s->freed_ms >= (uint64_t)delay) || dirty_bytes > keep) {
+        if (os_purge(s->start, s->bytes)) {
+          lt_assert_cmp(dirty_bytes, >=, s->bytes);
+          s->dirty = 0;
+          dirty_bytes -= s->bytes;
+          clean_bytes += s->bytes;
+          purged += s->bytes;
+          continue;
+        }
+        s->freed_ms = now; /* stays dirty (mlock'ed, say): try again a delay later */
       }
+      if (delay > 0 && s->freed_ms + (uint64_t)delay < due) due = s->freed_ms + (uint64_t)delay;
+    }
   last_purge_ms = now;
   atomic_fetch_add_explicit(&pages_epoch, 1, memory_order_relaxed);
   /* cached xlarge mappings: the expired ones, and all of them when a
    * collection (or the memory limit) asks for more than the decay */
   xcache_expire(now, force || keep != SIZE_MAX);
+  uint64_t xdue = xcache_due();
+  purge_due_ms = xdue < due ? xdue : due;
   return purged;
+}
+
+static void *purger_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&pages_lock);
+  while (purge_due_ms != UINT64_MAX && !purger_off) {
+    uint64_t now = os_now_ms();
+    if (now < purge_due_ms) {
+      /* (os_now_ms is the coarse clock, a few ms behind: 1 ms more) */
+      uint64_t at = purge_due_ms + 1;
+      struct timespec ts = {(time_t)(at / 1000), (long)(at % 1000) * 1000000};
+      pthread_cond_timedwait(&purge_cond, &pages_lock, &ts);
+      continue;
+    }
+    purge_runs(now, false, SIZE_MAX); /* sets purge_due_ms from what stays */
+  }
+  purger_running = false;
+  pthread_mutex_unlock(&pages_lock);
+  return NULL;
+}
+
+/* Freed memory starts waiting (pages_lock held): the thread is to wake
+ * when it is due, or to be started by the next call that holds no lock
+ * (pages_purger_poll): pthread_create allocates, and pages_free may be
+ * called with other locks of lithe's held. */
+static void pages_waiting(uint64_t freed_ms) {
+  lt_assert_held(&pages_lock);
+  long delay = lithe_opt.purge_delay_ms;
+  if (delay <= 0 || purger_off || !lithe_opt.purge_thread) return;
+  uint64_t due = freed_ms + (uint64_t)delay;
+  if (due < purge_due_ms) {
+    purge_due_ms = due;
+    if (purger_running) pthread_cond_signal(&purge_cond);
+  }
+  if (!purger_running && !atomic_load_explicit(&purger_wanted, memory_order_relaxed) &&
+      dirty_bytes + atomic_load_explicit(&xlarge_cached_bytes, memory_order_relaxed) >= PURGE_THREAD_MIN)
+    atomic_store_explicit(&purger_wanted, true, memory_order_relaxed);
+}
+
+void pages_waiting_locked(uint64_t freed_ms) { pages_waiting(freed_ms); }
+
+/* Start the purge thread if memory waits and none runs.  The caller holds
+ * no lock of lithe's (a free or a large allocation at the API's level). */
+void pages_purger_poll(void) {
+  if (likely(!atomic_load_explicit(&purger_wanted, memory_order_relaxed))) return;
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, purger_init);
+  pthread_mutex_lock(&pages_lock);
+  bool go = !purger_running && !purger_off && purge_due_ms != UINT64_MAX;
+  if (go) purger_running = true;
+  atomic_store_explicit(&purger_wanted, false, memory_order_relaxed);
+  pthread_mutex_unlock(&pages_lock);
+  if (!go) return;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 64 * KiB);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread starts with all blocked */
+  pthread_t t;
+  int saved = errno;
+  int rc = pthread_create(&t, &attr, purger_main, NULL);
+  errno = saved;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_attr_destroy(&attr);
+  if (rc == 0) return;
+  pthread_mutex_lock(&pages_lock);
+  purger_running = false;
+  purger_off = true; /* the calls into lithe purge, as without it */
+  pthread_mutex_unlock(&pages_lock);
+}
+
+/* The child of fork has no purge thread (fork copies only the caller). */
+void pages_fork_child(void) {
+  purger_running = false;
+  purger_init();
+  atomic_store_explicit(&purger_wanted, purge_due_ms != UINT64_MAX && !purger_off,
+                        memory_order_relaxed);
 }
 
 /* What may be resident (limit.c): pages out, free pages not purged,
@@ -337,7 +466,7 @@ static bool limit_check_locked(void) {
 static void maybe_purge(void) {
   if (unlikely(limit_pressure_at) && limit_check_locked()) { purge_runs(os_now_ms(), false, pressure_keep(0)); return; }
   long delay = lithe_opt.purge_delay_ms;
-  if (delay < 0) return;
+  if (delay < 0 || purger_running) return; /* (the thread purges on time) */
   uint64_t now = os_now_ms();
   uint64_t every = delay > 40 ? (uint64_t)delay / 4 : 10;
   if (delay == 0 || now - last_purge_ms >= every) purge_runs(now, false, SIZE_MAX);
@@ -407,6 +536,7 @@ void pages_free(span_t *s) {
   lt_assert(pagemap_lookup(s->start) == s);
   in_use_bytes -= s->bytes;
   insert_coalesced(s);
+  pages_waiting(s->freed_ms);
   maybe_purge();
   pthread_mutex_unlock(&pages_lock);
 }
@@ -424,6 +554,7 @@ bool pages_try_resize(span_t *s, size_t npages, bool fresh_ok) {
     s->dirty = 1; /* the tail held the object's bytes */
     s->freed_ms = os_now_ms();
     ok = want == s->bytes || split_tail(s, want);
+    if (ok && want < old_bytes) pages_waiting(s->freed_ms);
     if (ok) lt_assert_cmp(in_use_bytes, >=, old_bytes - s->bytes);
     if (ok) in_use_bytes -= old_bytes - s->bytes;
   } else {

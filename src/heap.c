@@ -607,6 +607,7 @@ void heap_free_local_slow(heap_t *h, span_t *s) {
   if (s->used == 0 && h->current[cls] != s) {
     list_remove(&h->avail[cls], s);
     span_release(h, s);
+    pages_purger_poll(); /* (a free: no lock held) */
   }
 }
 
@@ -970,6 +971,7 @@ void heap_fork_child(void) {
   lock_reinit(&abandoned_lock);
   lock_reinit(&heaps_lock);
   pthread_mutex_init(&fallback_lock, NULL);
+  pages_fork_child();
   heap_t *self = lithe_tls_heap;
   if (self != &lithe_empty_heap) fork_child_reclaim(self);
   fork_child_reclaim(&fallback_heap);

@@ -419,6 +419,7 @@ typedef struct arena_s {
 typedef struct options_s {
   size_t arena_size;
   long purge_delay_ms;
+  bool purge_thread;
   bool on_error_ignore;
   uint8_t show_stats;     /* LITHE_SHOW_STATS: 0, STATS_TEXT or STATS_JSON */
   bool verbose;
@@ -547,6 +548,9 @@ span_t *pages_alloc_free(size_t npages) INTERNAL;             /* free runs only,
 void pages_free(span_t *s) INTERNAL;                          /* takes pages_lock */
 bool pages_try_resize(span_t *s, size_t npages, bool fresh_ok) INTERNAL; /* in place */
 size_t pages_collect(bool force) INTERNAL;                    /* purge; returns bytes */
+void pages_waiting_locked(uint64_t freed_ms) INTERNAL;         /* freed memory waits */
+void pages_purger_poll(void) INTERNAL;                        /* no lithe lock held */
+void pages_fork_child(void) INTERNAL;
 void pages_init(void) INTERNAL;
 size_t pages_arena_count(void) INTERNAL;
 size_t pages_purged_bytes(void) INTERNAL;
@@ -635,6 +639,7 @@ void *large_realloc(span_t *s, size_t size) INTERNAL;
 extern _Atomic size_t large_live, xlarge_live, xlarge_bytes, xlarge_cached_bytes INTERNAL;
 void xcache_expire(uint64_t now, bool all) INTERNAL; /* pages_lock held */
 void xcache_yield(size_t bytes) INTERNAL;             /* pages_lock held */
+uint64_t xcache_due(void) INTERNAL;                   /* pages_lock held */
 
 /* alloc.c: the API behind the exported names of override.c */
 void *lt_malloc(size_t n) INTERNAL;

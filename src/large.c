@@ -121,6 +121,18 @@ static span_t *xcache_trim_locked(uint64_t now, bool all) {
   return out;
 }
 
+/* When the oldest cached range has waited the purge delay (UINT64_MAX:
+ * none, or no delay). */
+uint64_t xcache_due(void) {
+  lt_assert_held(&pages_lock);
+  long delay = lithe_opt.purge_delay_ms;
+  uint64_t due = UINT64_MAX;
+  if (delay > 0)
+    for (span_t *r = xcache.first; r; r = r->next)
+      if (r->freed_ms + (uint64_t)delay < due) due = r->freed_ms + (uint64_t)delay;
+  return due;
+}
+
 void xcache_expire(uint64_t now, bool all) {
   lt_assert_held(&pages_lock);
   if (atomic_load_explicit(&xcache_n, memory_order_relaxed))
@@ -184,6 +196,7 @@ static bool xcache_put(span_t *s) {
     }
   }
   span_t *old = xcache_trim_locked(now, false);
+  pages_waiting_locked(now);
   pthread_mutex_unlock(&pages_lock);
   xcache_unmap_list(small);
   xcache_unmap_list(old);
@@ -429,6 +442,7 @@ void *large_alloc_zero(size_t size, size_t align, bool zero) {
     if (!p) p = xlarge_alloc(size, align, zero);
   }
   if (!p) errno = ENOMEM;
+  pages_purger_poll();
   return p;
 }
 
@@ -439,7 +453,7 @@ void large_free(span_t *s) {
     pagemap_set_one(s->start, &freed_xlarge);
     atomic_fetch_sub_explicit(&xlarge_live, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&xlarge_bytes, s->map_bytes, memory_order_relaxed);
-    if (xcache_put(s)) return;
+    if (xcache_put(s)) { pages_purger_poll(); return; }
     os_unmap(s->map_base, s->map_bytes); /* every piece: they lie side by side */
     xpieces_free(s);
     span_desc_free(s);
@@ -449,6 +463,7 @@ void large_free(span_t *s) {
   lt_assert(atomic_load_explicit(&large_live, memory_order_relaxed) > 0);
   atomic_fetch_sub_explicit(&large_live, 1, memory_order_relaxed);
   pages_free(s);
+  pages_purger_poll();
 }
 
 /* Resize in place (large: neighbouring pages; xlarge: mremap).  Returns the

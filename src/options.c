@@ -14,6 +14,7 @@ options_t lithe_opt = {
   .arena_size = ARENA_DEFAULT,
   .purge_delay_ms = 1000, /* like jemalloc's decay and Go's scavenger: reuse
                              before giving back; DESIGN.md's fault costs */
+  .purge_thread = true, /* arena.c, "the purge thread" */
   .on_error_ignore = false,
   .show_stats = 0,
   .verbose = false,
@@ -43,7 +44,7 @@ size_t options_parse_size(const char *v) {
  * them run on past a detected double free); they read as unset there.
  * Every option is listed, with its default, range and the reason for the
  * default, in docs/options.md (the options_doc test keeps the two equal). */
-enum { OPT_ARENA_SIZE, OPT_PURGE_DELAY, OPT_ON_ERROR, OPT_SHOW_STATS, OPT_VERBOSE, OPT_COUNT };
+enum { OPT_ARENA_SIZE, OPT_PURGE_DELAY, OPT_PURGE_THREAD, OPT_ON_ERROR, OPT_SHOW_STATS, OPT_VERBOSE, OPT_COUNT };
 static unsigned from_env;  /* bit OPT_x: the value came from the environment */
 static unsigned rejected;  /* bit OPT_x: the environment's value was refused  */
 
@@ -73,6 +74,7 @@ void options_init(void) {
     }
   }
   if ((v = env("LITHE_PURGE_DELAY_MS", OPT_PURGE_DELAY)) != NULL) lithe_opt.purge_delay_ms = strtol(v, NULL, 10);
+  if ((v = env("LITHE_PURGE_THREAD", OPT_PURGE_THREAD)) != NULL) lithe_opt.purge_thread = env_true(v);
   if (lithe_opt.verbose) options_print();
 }
 
@@ -179,7 +181,8 @@ static void options_print(void) {
     write_all(buf, len);
   }
   static const char *const names[OPT_COUNT] = {"LITHE_ARENA_SIZE", "LITHE_PURGE_DELAY_MS",
-                                               "LITHE_ON_ERROR", "LITHE_SHOW_STATS", "LITHE_VERBOSE"};
+                                               "LITHE_PURGE_THREAD", "LITHE_ON_ERROR",
+                                               "LITHE_SHOW_STATS", "LITHE_VERBOSE"};
   for (unsigned i = 0; i < OPT_COUNT; i++) {
     char buf[160], num[24];
     const char *val = num;
@@ -190,6 +193,7 @@ static void options_print(void) {
         if (lithe_opt.purge_delay_ms < 0) { num[0] = '-'; fmt_dec(num + 1, (uint64_t)-lithe_opt.purge_delay_ms); }
         else fmt_dec(num, (uint64_t)lithe_opt.purge_delay_ms);
         break;
+      case OPT_PURGE_THREAD: val = lithe_opt.purge_thread ? "1" : "0"; break;
       case OPT_ON_ERROR: val = lithe_opt.on_error_ignore ? "ignore" : "abort"; break;
       case OPT_SHOW_STATS: val = lithe_opt.show_stats == STATS_JSON ? "json" : lithe_opt.show_stats ? "1" : "0"; break;
       default: val = lithe_opt.verbose ? "1" : "0"; break;

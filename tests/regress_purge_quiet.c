@@ -1,0 +1,90 @@
+/* regress_purge_quiet — freed memory goes back while the program is quiet.
+ *
+ * Free page runs and cached xlarge mappings waited for the purge delay and
+ * were purged only by later calls into lithe: a program that freed its
+ * memory and then made no call kept all it had freed in its last delay
+ * (replay_sqlite, 1.1 s pause with nothing called: 163 MB still resident
+ * of a 133 MB peak; glibc had trimmed).  Here, with
+ * LITHE_PURGE_DELAY_MS=300 (the test's environment), 64 MiB of large
+ * blocks, two 24 MiB xlarge blocks and 20,000 small ones are touched and
+ * freed, then nothing of lithe's is called (the samples use open/read on
+ * /proc/self/status, no stdio): RssAnon must come back within 8 MiB of the
+ * start within the delay + 3 s, and the purge thread must be gone again
+ * (Threads: 1) once nothing waits. */
+#include "testutil.h"
+#include <fcntl.h>
+
+#define MiB ((size_t)1 << 20)
+#define NB 128
+#define NS 20000
+
+/* a field of /proc/self/status, without malloc */
+static long status_field(const char *key) {
+  char buf[4096];
+  int fd = open("/proc/self/status", O_RDONLY);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  char *p = strstr(buf, key);
+  return p ? atol(p + strlen(key)) : -1;
+}
+
+static void pause_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+  nanosleep(&ts, NULL);
+}
+
+int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  tu_require_lithe();
+  const char *d = getenv("LITHE_PURGE_DELAY_MS");
+  long delay = d ? atol(d) : 1000;
+  CHECKF(delay > 0, "needs LITHE_PURGE_DELAY_MS > 0 (got %s)", d ? d : "unset");
+  static void *big[NB], *small[NS], *huge[2];
+  long base = status_field("RssAnon:");
+  for (int i = 0; i < NB; i++) {
+    big[i] = malloc(MiB / 2);
+    CHECK(big[i] != NULL);
+    memset(big[i], 0x6b, MiB / 2);
+  }
+  for (int i = 0; i < 2; i++) {
+    huge[i] = malloc(24 * MiB); /* more than the free page runs hold: a mapping */
+    CHECK(huge[i] != NULL);
+    memset(huge[i], 0x6c, 24 * MiB);
+  }
+  for (int i = 0; i < NS; i++) {
+    small[i] = malloc(200 + (size_t)(i % 7) * 100);
+    CHECK(small[i] != NULL);
+    memset(small[i], 1, 200);
+  }
+  long peak = status_field("RssAnon:");
+  for (int i = 0; i < NB; i++) free(big[i]);
+  for (int i = 0; i < 2; i++) free(huge[i]);
+  for (int i = 0; i < NS; i++) free(small[i]);
+  /* from here on nothing of lithe's is called until the checks */
+  double t0 = tu_now();
+  long first = status_field("RssAnon:"), now = first;
+  double limit = delay / 1000.0 + 3.0; /* generous for a loaded machine */
+  while (now - base > 8 * 1024 && tu_now() - t0 < limit) {
+    pause_ms(20);
+    now = status_field("RssAnon:");
+  }
+  double took = tu_now() - t0;
+  /* the thread exits once nothing waits: within a delay more */
+  long threads = status_field("Threads:");
+  for (double t1 = tu_now(); threads != 1 && tu_now() - t1 < delay / 1000.0 + 2.0;) {
+    pause_ms(20);
+    threads = status_field("Threads:");
+  }
+  printf("LITHE_PURGE_DELAY_MS=%ld: RssAnon at start %ld KiB, with 64 + 48 MiB live %ld KiB, "
+         "right after the frees %ld KiB, %.3f s later (no call) %ld KiB; threads then %ld\n",
+         delay, base, peak, first, took, now, threads);
+  CHECKF(now - base <= 8 * 1024,
+         "RssAnon still %ld KiB above the start %.1f s after the frees, with no call made",
+         now - base, took);
+  CHECKF(threads == 1, "%ld threads once nothing waits to be purged (the purge thread stays)", threads);
+  printf("regress_purge_quiet: OK\n");
+  return 0;
+}
