@@ -371,7 +371,9 @@ static void *purger_main(void *arg) {
 static void pages_waiting(uint64_t freed_ms) {
   lt_assert_held(&pages_lock);
   long delay = lithe_opt.purge_delay_ms;
-  if (delay <= 0 || purger_off || !lithe_opt.purge_thread) return;
+  /* (valgrind build: none; glibc's malloc'ed TLS vector of a thread
+   * still alive at exit is reported as possibly lost) */
+  if (delay <= 0 || purger_off || !lithe_opt.purge_thread || LITHE_VALGRIND) return;
   uint64_t due = freed_ms + (uint64_t)delay;
   if (due < purge_due_ms) {
     purge_due_ms = due;
