@@ -89,7 +89,7 @@ bool span_extend(span_t *s) {
   size_t size = s->block_size;
   size_t left = (size_t)(s->bump_end - s->bump) / size;
   if (left == 0) return false;
-  size_t n = EXTEND_BYTES / size;
+  size_t n = (s->bump == s->start ? EXTEND_FIRST_BYTES : EXTEND_BYTES) / size;
   if (n == 0) n = 1;
   if (n > left) n = left;
   char *p = s->bump;
