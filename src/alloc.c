@@ -108,26 +108,30 @@ static inline span_t *checked_span(const char *op, const void *p) {
 
 /* ---- free -------------------------------------------------------------- */
 
+/* b, a block start of small span s (checked_span), is free already?
+ * Suspects: the free key in place, or (the owner's block) b at the head
+ * of its bin, where the last free put it, key overwritten since. */
+static inline bool small_freed(span_t *s, block_t *b) {
+  heap_t *h = lithe_tls_heap;
+  bool own = atomic_load_explicit(&s->owner, memory_order_relaxed) == h;
+  return (block_key(b) == span_free_key(s) || (own && b == h->bin[s->cls])) && is_double_free(s, b);
+}
+
+/* Free b, a live block of small span s: on the owner's bin, or remote. */
+static inline void small_free(span_t *s, block_t *b) {
+  heap_t *h = lithe_tls_heap;
+  if (atomic_load_explicit(&s->owner, memory_order_relaxed) == h) bin_push(h, s, b, span_free_key(s));
+  else heap_free_remote(s, b);
+}
+
 /* Everything but a small block: NULL, large/xlarge, misuse. */
 NOINLINE void free_slow(void *p, const char *op) {
   if (p == NULL) return;
   span_t *s = checked_span(op, p);
   if (!s) return;
   if (s->kind == SPAN_SMALL) {
-    block_t *b = p;
-    heap_t *h = lithe_tls_heap;
-    bool own = atomic_load_explicit(&s->owner, memory_order_relaxed) == h;
-    /* suspects: the free key in place, or (the owner's block) b at the
-     * head of its bin, where the last free put it, key overwritten since */
-    if ((block_key(b) == span_free_key(s) || (own && b == h->bin[s->cls])) && is_double_free(s, b)) {
-      lithe_report(op, p, "double free");
-      return;
-    }
-    if (own) {
-      bin_push(h, s, b, span_free_key(s));
-    } else {
-      heap_free_remote(s, b);
-    }
+    if (!small_freed(s, p)) small_free(s, p);
+    else lithe_report(op, p, "double free");
     return;
   }
   if (unlikely(s->prof != NULL)) prof_free(s);
@@ -186,8 +190,7 @@ void *lt_realloc(void *p, size_t n) {
   if (unlikely(n > ALLOC_MAX)) { errno = ENOMEM; return NULL; }
   size_t usable = usable_of(s);
   if (s->kind == SPAN_SMALL) {
-    block_t *b = p;
-    if (unlikely(block_key(b) == span_free_key(s)) && is_double_free(s, b)) {
+    if (unlikely(small_freed(s, p))) {
       lithe_report("realloc", p, "double free (realloc of a freed block)");
       return NULL;
     }
@@ -203,7 +206,8 @@ void *lt_realloc(void *p, size_t n) {
   void *q = malloc_api(n);
   if (!q) return NULL; /* p is untouched, errno is ENOMEM */
   memcpy(q, p, n < usable ? n : usable);
-  free_api(p);
+  if (s->kind != SPAN_SMALL) free_api(p);
+  else if (lt_vg_freeing(p)) small_free(s, p); /* checked above: no second lookup */
   return q;
 }
 

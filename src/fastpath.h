@@ -23,6 +23,11 @@ void *lithe_bin_pop_corrupt(heap_t *h, unsigned c, block_t *b) INTERNAL; /* span
  * the free-list link (word 0) nor the free key (word 1). */
 static inline void *malloc_inline(size_t n) {
   heap_t *h = lithe_tls_heap;
+#if defined(__x86_64__)
+  /* h in rdx: GCC 12 left it in rax, the return register, and moved the
+   * block there at the end (one move more) */
+  __asm__("" : "+d"(h));
+#endif
   if (likely(n <= SMALL_MAX)) {
     unsigned c = class_lut[lut_index(n)];
     block_t *b = h->bin[c];
