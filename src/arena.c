@@ -351,8 +351,10 @@ static void *purger_main(void *arg) {
   while (purge_due_ms != UINT64_MAX && !purger_off) {
     uint64_t now = os_now_ms();
     if (now < purge_due_ms) {
-      /* (os_now_ms is the coarse clock, a few ms behind: 1 ms more) */
-      uint64_t at = purge_due_ms + 1;
+      /* os_now_ms is the coarse clock, up to a tick (4 ms at HZ 250)
+       * behind CLOCK_MONOTONIC: woken sooner, the thread would find the
+       * memory not yet due and wait again at once until it is */
+      uint64_t at = purge_due_ms + 5;
       struct timespec ts = {(time_t)(at / 1000), (long)(at % 1000) * 1000000};
       pthread_cond_timedwait(&purge_cond, &pages_lock, &ts);
       continue;
@@ -468,7 +470,9 @@ static bool limit_check_locked(void) {
 static void maybe_purge(void) {
   if (unlikely(limit_pressure_at) && limit_check_locked()) { purge_runs(os_now_ms(), false, pressure_keep(0)); return; }
   long delay = lithe_opt.purge_delay_ms;
-  if (delay < 0 || purger_running) return; /* (the thread purges on time) */
+  /* (the thread purges on time; a delay set to 0 since, by mallopt, is
+   * the callers' again at once) */
+  if (delay < 0 || (purger_running && delay > 0)) return;
   uint64_t now = os_now_ms();
   uint64_t every = delay > 40 ? (uint64_t)delay / 4 : 10;
   if (delay == 0 || now - last_purge_ms >= every) purge_runs(now, false, SIZE_MAX);

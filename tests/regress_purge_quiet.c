@@ -10,9 +10,11 @@
  * freed, then nothing of lithe's is called (the samples use open/read on
  * /proc/self/status, no stdio): RssAnon must come back within 8 MiB of the
  * start within the delay + 3 s, and the purge thread must be gone again
- * (Threads: 1) once nothing waits. */
+ * (Threads: 1) once nothing waits.  Then mallopt(M_TRIM_THRESHOLD, 0)
+ * while the thread waits must still purge at the next free. */
 #include "testutil.h"
 #include <fcntl.h>
+#include <malloc.h>
 
 #define MiB ((size_t)1 << 20)
 #define NB 128
@@ -85,6 +87,24 @@ int main(void) {
          "RssAnon still %ld KiB above the start %.1f s after the frees, with no call made",
          now - base, took);
   CHECKF(threads == 1, "%ld threads once nothing waits to be purged (the purge thread stays)", threads);
+
+  /* mallopt(M_TRIM_THRESHOLD, 0) while the thread waits: the next free
+   * purges at once, all that waits too (the callers left all purging to
+   * the thread while it ran, so this waited for the old delay) */
+  for (int i = 0; i < NB; i++) {
+    big[i] = malloc(MiB / 2);
+    CHECK(big[i] != NULL);
+    memset(big[i], 0x6d, MiB / 2);
+  }
+  for (int i = 0; i < NB / 2; i++) free(big[i]); /* 32 MiB wait: the thread starts */
+  CHECK(mallopt(M_TRIM_THRESHOLD, 0) == 1);
+  for (int i = NB / 2; i < NB; i++) free(big[i]);
+  long at_once = status_field("RssAnon:");
+  threads = status_field("Threads:");
+  printf("M_TRIM_THRESHOLD 0, then the other 32 MiB freed: RssAnon %ld KiB right after (start %ld), "
+         "threads %ld\n", at_once, base, threads);
+  CHECKF(at_once - base <= 8 * 1024, "RssAnon %ld KiB above the start right after the frees with "
+         "M_TRIM_THRESHOLD 0", at_once - base);
   printf("regress_purge_quiet: OK\n");
   return 0;
 }
