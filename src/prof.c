@@ -96,6 +96,8 @@ static size_t prof_rate = 512 * KiB; /* as jemalloc's lg_prof_sample 19 and Go *
 static const char *prof_prefix = "lithe";
 static bool prof_peak;
 static bool prof_ready;            /* the unwinder warmed up              */
+static bool gcc_ready;             /* libgcc_s loaded before main: backtrace() and
+                                      _Unwind_Backtrace are safe in malloc */
 /* libgcc's unwinder, called directly (one frame less than backtrace());
  * looked up in the libgcc_s that backtrace() loaded, so liblithe links
  * nothing but libc */
@@ -223,8 +225,6 @@ __asm__(".text\n"
         ".cfi_endproc\n"
         ".size lithe_prof_regs, .-lithe_prof_regs\n");
 
-struct dwarf_eh_bases_s { void *tbase, *dbase, *func; };
-static const void *(*unwind_find_fde)(void *pc, struct dwarf_eh_bases_s *bases);
 static int (*find_object)(void *pc, struct dl_find_object *result);
 
 enum { RULE_NONE = 0, RULE_END = 1, RULE_RSP = 2, RULE_RBP = 3 };
@@ -238,7 +238,7 @@ typedef struct {
   _Atomic uint64_t rule; /* rule << 32 | check */
 } unwind_slot_t;
 static unwind_slot_t unwind_cache[(size_t)1 << UNWIND_CACHE_BITS] __attribute__((aligned(4096)));
-static _Atomic size_t unwind_fallbacks, unwind_checked;
+static _Atomic size_t unwind_walked, unwind_fallbacks, unwind_checked, unwind_stuck;
 
 static uint32_t unwind_check(uintptr_t ra, const void *map) {
   return (uint32_t)(((ra ^ (uintptr_t)map) * 0x9e3779b97f4a7c15u) >> 32);
@@ -349,10 +349,34 @@ static bool run_cfa(const uint8_t *p, const uint8_t *end, uintptr_t *loc, uintpt
   return true;
 }
 
+/* The FDE of the code at pc, from the sorted table of its object's
+ * .eh_frame_hdr (the form GNU ld writes: 4-byte entries relative to the
+ * header); *func: where its code starts.  NULL: none, or another form. */
+static const uint8_t *find_fde(uintptr_t pc, uintptr_t *func) {
+  struct dl_find_object fo;
+  if (find_object((void *)pc, &fo) != 0 || !fo.dlfo_eh_frame) return NULL;
+  const uint8_t *hdr = fo.dlfo_eh_frame;
+  /* version 1; eh_frame_ptr pcrel|sdata4, fde_count udata4, table datarel|sdata4 */
+  if (hdr[0] != 1 || hdr[1] != 0x1b || hdr[2] != 0x03 || hdr[3] != 0x3b) return NULL;
+  uint32_t count;
+  memcpy(&count, hdr + 8, 4);
+  const int32_t *table = (const int32_t *)(const void *)(hdr + 12);
+  intptr_t rel = (intptr_t)(pc - (uintptr_t)hdr);
+  if (count == 0 || rel < table[0]) return NULL;
+  uint32_t lo = 0, hi = count; /* the last entry whose start <= pc */
+  while (hi - lo > 1) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (table[2 * mid] <= rel) lo = mid;
+    else hi = mid;
+  }
+  *func = (uintptr_t)hdr + (uintptr_t)(intptr_t)table[2 * lo];
+  return hdr + table[2 * lo + 1];
+}
+
 /* The rule at return address ra, read from its FDE. */
 static uint32_t learn_rule(uintptr_t ra) {
-  struct dwarf_eh_bases_s bases;
-  const uint8_t *fde = unwind_find_fde((void *)(ra - 1), &bases);
+  uintptr_t func;
+  const uint8_t *fde = find_fde(ra - 1, &func);
   if (!fde) return RULE_NONE;
   uint32_t len, id;
   memcpy(&len, fde, 4);
@@ -384,14 +408,18 @@ static uint32_t learn_rule(uintptr_t ra) {
     p += alen;
   }
   cfa_state_t st = {0, 7, 0, 1}, init;
-  uintptr_t loc = (uintptr_t)bases.func;
+  uintptr_t loc = func;
   if (!run_cfa(p, cie_end, &loc, ra, code_align, data_align, &st, NULL)) return RULE_NONE;
   init = st;
-  int k = enc_size(fde_enc);
-  if (k <= 0) return RULE_NONE;
-  p = fde + 8 + 2 * k; /* past pc_begin and pc_range */
+  /* pc_range (the FDE's second field, 4 bytes in the sdata4/udata4
+   * forms): the function ends before ra - 1 when the code there has no FDE */
+  if ((fde_enc & 0x0f) != 0x0b && (fde_enc & 0x0f) != 0x03) return RULE_NONE;
+  uint32_t range;
+  memcpy(&range, fde + 12, 4);
+  if (ra - 1 >= func + range) return RULE_NONE;
+  p = fde + 16; /* past pc_begin and pc_range */
   if (aug[0] == 'z') { uint64_t alen = uleb(&p); p += alen; }
-  loc = (uintptr_t)bases.func;
+  loc = func;
   if (!run_cfa(p, fde_end, &loc, ra, code_align, data_align, &st, &init)) return RULE_NONE;
   if (st.ra == 0) return RULE_END;
   if (st.ra != 1 || st.rbp < 0 || (st.cfa_reg != 7 && st.cfa_reg != 6)) return RULE_NONE;
@@ -444,18 +472,19 @@ static uint32_t rule_of(uintptr_t ra) {
 /* The return addresses of the stack above the call of lithe_prof_regs
  * (the first: its return into the caller); -1 when a frame needs
  * libgcc. */
-static NOINLINE int fast_backtrace(void **raw, int max) {
+static NOINLINE int fast_backtrace(void **raw, int max, bool *stuck) {
   uintptr_t r[3];
   lithe_prof_regs(r);
   uintptr_t ip = r[0], sp = r[1], bp = r[2];
   int n = 0;
+  *stuck = false;
   while (n < max && ip) {
     raw[n++] = (void *)ip;
     uint32_t rule = rule_of(ip), kind = rule & 3;
     if (kind == RULE_END) break;
-    if (kind == RULE_NONE) return -1;
     uintptr_t cfa = (kind == RULE_RSP ? sp : bp) + ((rule >> 2) & RULE_OFF_MAX);
-    if (cfa <= sp) return -1; /* a caller's frame lies above: a bad rule */
+    /* no rule, or a caller's frame that does not lie above (a bad one) */
+    if (kind == RULE_NONE || cfa <= sp) { *stuck = true; break; }
     uint32_t slot = rule >> 22;
     if (slot) bp = *(uintptr_t *)(cfa - 8 * slot);
     ip = *(uintptr_t *)(cfa - 8);
@@ -493,11 +522,19 @@ static inline __attribute__((always_inline)) unsigned capture(void **out) {
   int n = -1, i = 1; /* raw[0]: the lithe function capture is inlined in */
   const int max = (int)(sizeof raw / sizeof raw[0]);
 #if PROF_FAST_UNWIND
-  if (unwind_mode != UNWIND_LIBGCC && find_object && unwind_find_fde) {
-    n = fast_backtrace(raw, max);
+  if (unwind_mode != UNWIND_LIBGCC && find_object) {
+    bool stuck;
+    n = fast_backtrace(raw, max, &stuck);
     i = 2; /* and fast_backtrace before it */
-    if (n < 0) atomic_fetch_add_explicit(&unwind_fallbacks, 1, memory_order_relaxed);
-    else if (unwind_mode == UNWIND_CHECK && unwind_backtrace) {
+    if (stuck) {
+      /* libgcc where it was loaded before main; else the stack stops
+       * at that frame */
+      atomic_fetch_add_explicit(gcc_ready ? &unwind_fallbacks : &unwind_stuck, 1, memory_order_relaxed);
+      if (gcc_ready) n = -1;
+    } else {
+      atomic_fetch_add_explicit(&unwind_walked, 1, memory_order_relaxed);
+    }
+    if (!stuck && unwind_mode == UNWIND_CHECK && unwind_backtrace) {
       void *gcc[PROF_DEPTH + PROF_SKIP_MAX];
       int ng = libgcc_backtrace(gcc, max - 1);
       /* the same frames from the caller of the function capture is in:
@@ -513,7 +550,11 @@ static inline __attribute__((always_inline)) unsigned capture(void **out) {
     }
   }
 #endif
-  if (n < 0) { n = libgcc_backtrace(raw, max - 1); i = 1; }
+  if (n < 0) {
+    if (!gcc_ready) return 0; /* backtrace() would dlopen libgcc_s here */
+    n = libgcc_backtrace(raw, max - 1);
+    i = 1;
+  }
   while (i < n && i < PROF_SKIP_MAX && (uintptr_t)raw[i] >= text_lo && (uintptr_t)raw[i] < text_hi) i++;
   unsigned d = 0;
   for (; i < n && d < PROF_DEPTH; i++) out[d++] = raw[i];
@@ -875,28 +916,35 @@ static int find_text(struct dl_phdr_info *info, size_t size, void *arg) {
 
 /* Before main: the first backtrace() loads libgcc_s (dlopen allocates and
  * locks), so it must not be the first call made inside malloc. */
+/* Before main.  libgcc_s: backtrace() loads it the first time (dlopen
+ * allocates and locks), so that must not happen inside malloc.  The
+ * cached unwinder needs only glibc; libgcc's is its fallback where
+ * libgcc_s is loaded anyway (C++ programs), and loaded here for
+ * LITHE_PROF_UNWIND=check|libgcc or where the cached one cannot run: its
+ * dlopen costs ~28 kB of resident memory (libgcc_s's data and what
+ * dlopen allocates), a fifth of a small program's. */
 __attribute__((constructor)) static void prof_warm_up(void) {
   lithe_process_init();
   if (prof_mode == PROF_OFF) return;
   prof_busy = 1;
-  void *raw[4];
-  backtrace(raw, 4);
+  bool load_gcc = true;
+#if PROF_FAST_UNWIND
+  find_object = (int (*)(void *, struct dl_find_object *))dlsym(RTLD_DEFAULT, "_dl_find_object");
+  load_gcc = !find_object || unwind_mode != UNWIND_FAST;
+  dl_iterate_phdr(note_permanent, NULL);
+#endif
+  if (load_gcc) {
+    void *raw[4];
+    backtrace(raw, 4);
+  }
   void *gcc = dlopen("libgcc_s.so.1", RTLD_LAZY | RTLD_NOLOAD);
   if (gcc) {
     unwind_get_ip = (_Unwind_Ptr(*)(struct _Unwind_Context *))dlsym(gcc, "_Unwind_GetIP");
     if (unwind_get_ip)
       unwind_backtrace = (_Unwind_Reason_Code(*)(_Unwind_Trace_Fn, void *))dlsym(gcc, "_Unwind_Backtrace");
-#if PROF_FAST_UNWIND
-    unwind_find_fde = (const void *(*)(void *, struct dwarf_eh_bases_s *))dlsym(gcc, "_Unwind_Find_FDE");
-#endif
   }
-#if PROF_FAST_UNWIND
-  find_object = (int (*)(void *, struct dl_find_object *))dlsym(RTLD_DEFAULT, "_dl_find_object");
-#endif
+  gcc_ready = load_gcc || gcc;
   dl_iterate_phdr(find_text, (void *)(uintptr_t)&prof_warm_up);
-#if PROF_FAST_UNWIND
-  dl_iterate_phdr(note_permanent, NULL);
-#endif
   prof_ready = true;
   prof_busy = 0;
 }
@@ -905,13 +953,20 @@ __attribute__((destructor)) static void prof_at_exit(void) {
   if (prof_mode == PROF_OFF) return;
   prof_busy = 1;
 #if PROF_FAST_UNWIND
-  if (unwind_mode == UNWIND_CHECK && secure_getenv("LITHE_PROF_UNWIND")) {
+  const char *uw = secure_getenv("LITHE_PROF_UNWIND");
+  if (uw && unwind_mode != UNWIND_LIBGCC) { /* asked for: what the unwinders did */
     out_t o = {.fd = STDERR_FILENO};
-    out_str(&o, "lithe: LITHE_PROF_UNWIND=check: ");
+    out_str(&o, "lithe: LITHE_PROF_UNWIND=");
+    out_str(&o, uw);
+    out_str(&o, ": ");
+    out_dec(&o, atomic_load(&unwind_walked), 0);
+    out_str(&o, " stacks by the cached unwinder (");
     out_dec(&o, atomic_load(&unwind_checked), 0);
-    out_str(&o, " stacks the same as libgcc's, ");
+    out_str(&o, " checked the same as libgcc's), ");
     out_dec(&o, atomic_load(&unwind_fallbacks), 0);
-    out_str(&o, " taken by libgcc (a frame without a cached rule)\n");
+    out_str(&o, " by libgcc (a frame without a cached rule), ");
+    out_dec(&o, atomic_load(&unwind_stuck), 0);
+    out_str(&o, " cut at such a frame (libgcc_s not loaded)\n");
     out_flush(&o);
   }
 #endif
