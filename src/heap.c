@@ -22,9 +22,11 @@
  * heap; spans with live blocks are abandoned (owner = NULL) on a global
  * per-class list, and a thread that needs a span of that class adopts them
  * first.  A running heap gives spans away the same way when it holds more
- * than AVAIL_KEEP with room in a class (refile_from_full).  The heap structure itself returns to a pool for the next thread:
- * a new thread's first allocation takes a pooled heap and one span, and
- * makes no system call (seed 001). */
+ * than AVAIL_KEEP with room in a class (refile_from_full).  The heap
+ * structure itself returns to a pool for the next thread: a new thread's
+ * heap is a pooled one with one span, made with no system call (seed
+ * 001), after its first HEAPLESS_ALLOCS allocations, which come from the
+ * shared fallback heap. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
@@ -95,8 +97,25 @@ static pthread_key_t heap_key;
  * rounds and leak; such late allocations use this shared heap, under a
  * lock, instead.  Nobody owns it, so all frees into it are remote. */
 static heap_t fallback_heap = {.current = {EMPTY_ROW(&lithe_empty_span)}};
-pthread_mutex_t fallback_lock = PTHREAD_MUTEX_INITIALIZER; /* not static: debug.c ranks it */
+pthread_mutex_t fallback_lock = LOCK_INIT; /* not static: debug.c ranks it */
 static __thread bool tls_heap_gone __attribute__((tls_model("initial-exec")));
+
+/* A thread's first HEAPLESS_ALLOCS small allocations come from the
+ * fallback heap too, under its lock, and the thread makes its own heap at
+ * the next one: a thread that allocates a little makes no heap at all
+ * (no heap structure, span, key destructor or exit flush), and its first
+ * malloc takes blocks from pages already in use instead of faulting in a
+ * span and a heap structure of its own.  A fault costs 5-7k TSC ticks
+ * here (touching fresh pages, 256 at a time), and a thread's first
+ * malloc/free pair faulted 1.5 times (bench-startup --serial --threads
+ * 64: 13.5k ticks a pair; tcmalloc, which hands a new thread blocks of
+ * spans already carved, 7.2k).  Its frees are remote frees, into the
+ * freeing thread's bin or the span's thread_free.  Not for the thread
+ * that set lithe up (the program's main thread, as a rule: it makes its
+ * heap at its first allocation, as before), nor while the heap profiler
+ * or the leak report is on: they sample in the thread's heap. */
+#define HEAPLESS_ALLOCS 8
+static __thread uint8_t heapless_used __attribute__((tls_model("initial-exec")));
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -590,6 +609,10 @@ static NOINLINE void *fallback_malloc(unsigned cls) {
 void *heap_malloc_class(heap_t *h, unsigned cls) {
   if (unlikely(h == &lithe_empty_heap)) {
     if (unlikely(tls_heap_gone)) return fallback_malloc(cls);
+    if (heapless_used < HEAPLESS_ALLOCS && prof_mode == PROF_OFF && !lithe_tls_init_thread) {
+      heapless_used++;
+      return fallback_malloc(cls);
+    }
     if (!(h = heap_thread_init())) goto oom;
   }
   if (h->bin[cls]) return bin_pop(h, cls); /* memalign's way in */
@@ -656,6 +679,12 @@ static void span_free_remote(span_t *s, block_t *b) {
   uintptr_t tf = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
   uintptr_t state;
   for (;;) {
+    /* b at the head of the list: freed just before, its key overwritten
+     * (as the owner's free checks its bin's head) */
+    if (unlikely(TF_PTR(tf) == b)) {
+      lithe_report("free", b, "double free");
+      return;
+    }
     state = tf & TF_MASK;
     lt_assert_cmp(TF_COUNT(tf), <, s->capacity);
     lt_assert_v(state != TF_MASK, tf);
@@ -727,8 +756,7 @@ void heap_free_remote(span_t *s, block_t *b) {
  * into runs the purge can take whole (tree_allocate's memory at end after
  * lithe_collect(false), one run each: 1,388 kB with them, 1,096 kB
  * without). */
-void heap_collect(heap_t *h, bool force) {
-  if (h == &lithe_empty_heap) return;
+static void heap_collect_one(heap_t *h, bool force) {
   heap_bins_flush(h);
   heap_drain_remote(h);
   for (unsigned c = 1; c < NCLASSES; c++) {
@@ -746,6 +774,17 @@ void heap_collect(heap_t *h, bool force) {
     set_current(h, c);
   }
   cache_flush(h); /* empty spans kept for reuse: "now" is the time to let go */
+}
+
+/* lithe_collect: the calling thread's heap and the shared fallback heap,
+ * which serves every thread's first allocations (HEAPLESS_ALLOCS), so
+ * that lithe_collect(true) still gives back every empty span.  (Never
+ * called with fallback_lock held: only lt_collect calls it.) */
+void heap_collect(heap_t *h, bool force) {
+  if (h != &lithe_empty_heap) heap_collect_one(h, force);
+  pthread_mutex_lock(&fallback_lock);
+  heap_collect_one(&fallback_heap, force);
+  pthread_mutex_unlock(&fallback_lock);
 }
 
 /* Abandoned spans whose blocks have all been freed go back to the pages. */
@@ -1009,7 +1048,7 @@ void heap_fork_child(void) {
   pthread_mutex_init(&pages_lock, NULL);
   lock_reinit(&abandoned_lock);
   lock_reinit(&heaps_lock);
-  pthread_mutex_init(&fallback_lock, NULL);
+  lock_reinit(&fallback_lock);
   pages_fork_child();
   heap_t *self = lithe_tls_heap;
   if (self != &lithe_empty_heap) fork_child_reclaim(self);

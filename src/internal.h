@@ -685,6 +685,7 @@ static inline bool prof_tick(heap_t *h, size_t n) { return prof_due(h, n) && pro
 /* init.c: process set-up, fork handling */
 void lithe_process_init(void) INTERNAL;
 extern _Atomic int lithe_initialized INTERNAL;
+extern __thread bool lithe_tls_init_thread INTERNAL __attribute__((tls_model("initial-exec")));
 
 #if LITHE_DEBUG /* whole-structure checks: lithe_verify() in debug.c */
 void pages_verify(void) INTERNAL;

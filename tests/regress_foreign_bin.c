@@ -28,9 +28,17 @@ static void announce(const void *p) {
   fflush(stdout);
 }
 
+/* A thread's first few allocations come from a shared heap (heap.c,
+ * HEAPLESS_ALLOCS): enough of them that the thread has a heap of its own,
+ * and a bin of the size in use. */
+static void own_heap(void) {
+  for (int i = 0; i < 64; i++) free(malloc(100));
+}
+
 /* A: owns the block; frees it again in case "owner" */
 static void *thread_a(void *arg) {
   (void)arg;
+  own_heap();
   sink = malloc(100);
   other = malloc(100);
   CHECK(sink && other);
@@ -47,7 +55,7 @@ static void *thread_a(void *arg) {
 /* B: frees A's block first; its bin of the size is in use (B malloced it) */
 static void *thread_b(void *arg) {
   (void)arg;
-  free(malloc(100)); /* B's bin of the class is set up */
+  own_heap(); /* B's heap and its bin of the class are set up */
   pthread_barrier_wait(&bar);
   if (!strcmp(g_case, "reuse")) {
     void *p = sink;
