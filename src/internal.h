@@ -321,7 +321,16 @@ static inline block_t *block_next(const block_t *b) {
 }
 static inline void block_set_next(block_t *b, block_t *next) {
   lt_vg_open(&b->next, sizeof b->next);
+#if LITHE_SECURE
+  /* next ^ b first and the secret from memory last: free's push keeps b
+   * live, and secret ^ b first took a copy of b (one instruction more);
+   * the empty asm keeps GCC from reassociating the XORs back */
+  uintptr_t x = (uintptr_t)next ^ (uintptr_t)b;
+  __asm__("" : "+r"(x));
+  b->next = (block_t *)(x ^ lithe_link.secret);
+#else
   b->next = (block_t *)((uintptr_t)next ^ link_mask(b));
+#endif
   lt_vg_close(&b->next, sizeof b->next);
 }
 #if LITHE_SECURE
