@@ -388,6 +388,7 @@ static uint32_t learn_rule(uintptr_t ra) {
   if (clen == 0 || clen == 0xffffffffu) return RULE_NONE;
   const uint8_t *cie_end = cie + 4 + clen, *p = cie + 8;
   uint8_t version = *p++;
+  if (version != 1 && version != 3) return RULE_NONE; /* .eh_frame uses 1 (GCC) or 3 */
   const char *aug = (const char *)p;
   p += strlen(aug) + 1;
   if (aug[0] && aug[0] != 'z') return RULE_NONE; /* "eh" and older forms */
