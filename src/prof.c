@@ -16,16 +16,13 @@
  * fast one, and its span descriptor carries its stack bucket.  Cost: at
  * most one 8 KiB page per sample, 1.6 % of the 512 KiB interval.
  *
- * Stacks are taken with libgcc's DWARF unwinder: glibc's backtrace() is
- * called once in a constructor, so its one-time dlopen of libgcc_s
- * happens before main, not inside malloc, and then _Unwind_Backtrace is
- * called directly, from the lithe function the capture is inlined in
- * (every frame unwound costs ~2,000 instructions: backtrace()'s own frame
- * and two helper frames of ours were 24 % of a sample).  The unwinder
- * neither allocates nor locks: libgcc (GCC >= 12) finds unwind tables
- * with glibc's lock-free _dl_find_object (2.35+).  Frame pointers were the other choice; Debian
- * builds programs and libraries without them, so a frame-pointer walk
- * stops after one or two frames in python3 or git (docs/profiling.md).
+ * Stacks are taken from the .eh_frame tables (Debian builds programs and
+ * libraries without frame pointers, so a frame-pointer walk stops after
+ * one or two frames in python3 or git): by the cached unwinder below
+ * (each return address's CFA rule learnt once), libgcc's
+ * _Unwind_Backtrace for what it cannot walk where libgcc_s is loaded.
+ * Neither allocates nor locks: both find tables with glibc's lock-free
+ * _dl_find_object (2.35+).
  * A thread-local flag stops recursion: allocations made while a sample is
  * being recorded are never sampled.
  *
@@ -184,9 +181,9 @@ static _Unwind_Reason_Code unwind_one(struct _Unwind_Context *ctx, void *arg) {
  * rules at a call site: CFA = rsp + constant (no frame pointer) or
  * CFA = rbp + constant (a frame pointer), the return address at CFA - 8
  * and rbp unchanged or saved at a fixed place below the CFA.  So the rule
- * is learnt once per return address (its FDE read here, found with
- * libgcc's _Unwind_Find_FDE) and kept in a table; a walk then costs a
- * table probe per frame.  The code of the objects loaded at start-up is
+ * is learnt once per return address (its FDE found in the object's
+ * .eh_frame_hdr table and read here) and kept in a table; a walk then
+ * costs a table probe per frame.  The code of the objects loaded at start-up is
  * never unloaded, so their rules hold for good; a frame in a library
  * dlopen'ed later also asks _dl_find_object (lock-free, glibc >= 2.35)
  * which object holds it, and its entry is used only for the same address
@@ -194,8 +191,9 @@ static _Unwind_Reason_Code unwind_one(struct _Unwind_Context *ctx, void *arg) {
  * unloaded is not applied to another one loaded at its address.
  * Anything else (no FDE,
  * a signal frame, a DWARF expression, rbp kept in another register, a
- * frame over 1 MiB) is remembered as "not cacheable" and that sample's
- * stack is taken by libgcc, as before.  The table is written with plain
+ * frame over 1 MiB) is remembered as "not cacheable"; that sample's
+ * stack is then taken by libgcc where libgcc_s was loaded before main
+ * (prof_warm_up), else it stops at that frame.  The table is written with plain
  * atomic stores (a racing reader sees a check that does not match and
  * learns the rule again): no lock, no allocation.  Debug builds, and
  * LITHE_PROF_UNWIND=check in any build, compare every stack with
@@ -490,8 +488,8 @@ static uint32_t rule_of(uintptr_t ra) {
 }
 
 /* The return addresses of the stack above the call of lithe_prof_regs
- * (the first: its return into the caller); -1 when a frame needs
- * libgcc. */
+ * (the first: its return into the caller); *stuck when it stopped at a
+ * frame without a rule. */
 static NOINLINE int fast_backtrace(void **raw, int max, bool *stuck) {
   uintptr_t r[3];
   lithe_prof_regs(r);
