@@ -107,26 +107,14 @@ int main(int argc, char **argv) {
   if (argc > 2 && strcmp(argv[1], "child") == 0) return child(argv[2]);
   CHECK(argc > 1);
   tu_require_lithe();
-  static char self[4096];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  CHECK(n > 0);
-  self[n] = 0;
-  char *args[] = {self, "child", argv[1], NULL};
-  const char *env[] = {"LITHE_ON_ERROR", NULL};
   static tu_child r;
-  CHECK(tu_run_exec(&r, args, env, 60) == 0);
   char how[64];
-  tu_describe(&r, how, sizeof how);
-  printf("%s: child %s\nstdout: %sstderr: %s\n", argv[1], how, r.out, r.err);
+  tu_run_self_child(&r, argv[1], how, sizeof how);
   if (!strcmp(argv[1], "reuse")) {
     CHECKF(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 && strstr(r.out, "REUSED"),
            "the reuse case failed (%s)", how);
     return 0;
   }
-  void *addr = NULL;
-  CHECKF(sscanf(r.out, "ADDR %p", &addr) == 1, "no ADDR line");
-  CHECKF(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGABRT, "the double free was let through (%s)", how);
-  CHECKF(strstr(r.err, "lithe: free(") && tu_has_hex(r.err, (uintptr_t)addr) && strstr(r.err, "double free"),
-         "report must carry \"lithe: free(\", the address %p and \"double free\"", addr);
+  tu_expect_report(&r, how, "free", "double free");
   return 0;
 }

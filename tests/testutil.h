@@ -366,6 +366,32 @@ static inline int tu_has_hex(const char *text, uintptr_t v) {
   return 0;
 }
 
+/* Re-executes this program as "PROG child CASE" with LITHE_ON_ERROR unset
+ * (one misuse per child), prints how it ended and what it wrote. */
+static inline void tu_run_self_child(tu_child *r, const char *cas, char *how, size_t howlen) {
+  static char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  CHECK(n > 0);
+  self[n] = 0;
+  char *args[] = {self, (char *)"child", (char *)cas, NULL};
+  const char *env[] = {"LITHE_ON_ERROR", NULL};
+  CHECK(tu_run_exec(r, args, env, 60) == 0);
+  tu_describe(r, how, howlen);
+  printf("%s: child %s\nstdout: %sstderr: %s\n", cas, how, r->out, r->err);
+}
+
+/* The child printed "ADDR <p>" before its misuse, and must have died by
+ * SIGABRT with a report carrying "lithe: OP(", that address and KIND. */
+static inline void tu_expect_report(const tu_child *r, const char *how, const char *op, const char *kind) {
+  void *addr = NULL;
+  CHECKF(sscanf(r->out, "ADDR %p", &addr) == 1, "no ADDR line");
+  CHECKF(WIFSIGNALED(r->status) && WTERMSIG(r->status) == SIGABRT, "the misuse was let through (%s)", how);
+  char want[64];
+  snprintf(want, sizeof want, "lithe: %s(", op);
+  CHECKF(strstr(r->err, want) && tu_has_hex(r->err, (uintptr_t)addr) && strstr(r->err, kind),
+         "report must carry \"%s\", the address %p and \"%s\"", want, addr, kind);
+}
+
 /* ---- is lithe the allocator? ------------------------------------------- */
 
 /* With HAVE_LITHE: fails unless lithe's counters show it served this
