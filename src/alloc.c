@@ -109,12 +109,12 @@ static inline span_t *checked_span(const char *op, const void *p) {
 /* ---- free -------------------------------------------------------------- */
 
 /* b, a block start of small span s (checked_span), is free already?
- * Suspects: the free key in place, or (the owner's block) b at the head
- * of its bin, where the last free put it, key overwritten since. */
+ * Suspects: the free key in place, or b at the head of this thread's bin
+ * of the class (where this thread's last free put it, its own block or
+ * another thread's: key overwritten since). */
 static inline bool small_freed(span_t *s, block_t *b) {
   heap_t *h = lithe_tls_heap;
-  bool own = atomic_load_explicit(&s->owner, memory_order_relaxed) == h;
-  return (block_key(b) == span_free_key(s) || (own && b == h->bin[s->cls])) && is_double_free(s, b);
+  return (block_key(b) == span_free_key(s) || b == h->bin[s->cls]) && is_double_free(s, b);
 }
 
 /* Free b, a live block of small span s: on the owner's bin, or remote. */
