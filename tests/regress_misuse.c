@@ -12,9 +12,14 @@
  *   free_sized_small   free_sized(malloc(100), 5000): accepted
  *   free_sized_large   free_sized(malloc(200 KiB), 100): accepted
  *   double_free_xlarge free(malloc(40 MiB)) twice: "pointer not allocated
- *       by lithe" instead of a double free */
+ *       by lithe" instead of a double free
+ *   realloc_freed_foreign  a block another thread allocated, freed by this
+ *       one (so at the head of this thread's bin, which has room), its first 16 bytes
+ *       overwritten, then realloc'ed: realloc copied it and only the free
+ *       of the old block noticed ("lithe: free(" instead of "realloc(") */
 #include "testutil.h"
 #include <malloc.h>
+#include <pthread.h>
 
 void free_sized(void *p, size_t size); /* C23; lithe exports it */
 
@@ -28,7 +33,13 @@ static const rcase cases[] = {
     {"free_sized_small", "free_sized", "size"},
     {"free_sized_large", "free_sized", "size"},
     {"double_free_xlarge", "free", "double free"},
+    {"realloc_freed_foreign", "realloc", "double free"},
 };
+
+static void *alloc_64(void *arg) {
+  (void)arg;
+  return malloc(64);
+}
 
 static void *volatile sink;
 
@@ -63,6 +74,17 @@ static int child(const char *name) {
     announce(p);
     free_sized(p, 100);
     printf("after: accepted\n");
+  } else if (strcmp(name, "realloc_freed_foreign") == 0) {
+    pthread_t t;
+    void *p = NULL;
+    free(malloc(64)); /* this thread's bin of the class has room */
+    CHECK(pthread_create(&t, NULL, alloc_64, NULL) == 0 && pthread_join(t, &p) == 0 && p);
+    sink = p;
+    announce(p);
+    free(p);
+    memset(sink, 0x41, 16); /* use after free: the link and the key */
+    char *q = realloc(sink, 200);
+    printf("after: realloc gave %p\n", (void *)q);
   } else if (strcmp(name, "double_free_xlarge") == 0) {
     char *p = malloc(40 << 20);
     sink = p;
