@@ -544,8 +544,9 @@ void pages_free(span_t *s) {
   lt_assert_cmp(in_use_bytes, >=, s->bytes);
   lt_assert(pagemap_lookup(s->start) == s);
   in_use_bytes -= s->bytes;
+  uint64_t freed_ms = s->freed_ms; /* s may be merged away (its descriptor reused) */
   insert_coalesced(s);
-  pages_waiting(s->freed_ms);
+  pages_waiting(freed_ms);
   maybe_purge();
   pthread_mutex_unlock(&pages_lock);
 }
