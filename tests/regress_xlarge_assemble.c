@@ -15,12 +15,6 @@
 
 #define MiB ((size_t)1 << 20)
 
-static long minflt(void) {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_minflt;
-}
-
 int main(void) {
   tu_require_lithe();
   /* never purge on its own: a loaded machine must not expire the cache
@@ -44,13 +38,13 @@ int main(void) {
 
   /* 13 MiB: more than any of them, less than all three */
   size_t n = 13 * MiB + 100;
-  long f0 = minflt();
+  long f0 = tu_minflt();
   unsigned char *q = calloc(1, n);
   CHECK(q != NULL);
   size_t nonzero = 0;
   for (size_t i = 0; i < n; i++) nonzero += q[i] != 0;
   memset(q, 0x5C, n);
-  long faults = minflt() - f0;
+  long faults = tu_minflt() - f0;
   size_t usable = malloc_usable_size(q);
   printf("calloc(13 MiB) after freeing 6+5+4 MiB: %zu non-zero bytes, %ld minor faults "
          "(%zu pages of 4 KiB), usable %zu\n", nonzero, faults, n / 4096, usable);
@@ -78,11 +72,11 @@ int main(void) {
   lithe_free_sized(g, 20 * MiB);
 
   /* again: the pieces went back to the cache, and serve the next block */
-  f0 = minflt();
+  f0 = tu_minflt();
   q = malloc(n);
   CHECK(q != NULL);
   memset(q, 0x33, n);
-  faults = minflt() - f0;
+  faults = tu_minflt() - f0;
   printf("malloc(13 MiB) again: %ld minor faults\n", faults);
   CHECKF(faults < (long)(n / 4096) / 10, "%ld minor faults: freed pieces not reused", faults);
   free(q);

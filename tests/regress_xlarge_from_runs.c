@@ -11,17 +11,10 @@
  * freed range, few faults), calloc must read zero there, and realloc must
  * keep the contents. */
 #include "testutil.h"
-#include <sys/resource.h>
 #include "lithe.h"
 
 #define MiB ((size_t)1 << 20)
 #define NRUNS 96
-
-static long minflt(void) {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_minflt;
-}
 
 int main(void) {
   tu_require_lithe();
@@ -42,14 +35,14 @@ int main(void) {
   char *big[3];
   for (int k = 0; k < 3; k++) {
     size_t n = sizes[k];
-    long f0 = minflt();
+    long f0 = tu_minflt();
     big[k] = k == 1 ? calloc(1, n) : malloc(n);
     CHECK(big[k] != NULL);
     uintptr_t b = (uintptr_t)big[k];
     if (k == 1) CHECKF(tu_nonzero(big[k], n) < 0, "calloc(%zu) in freed pages: byte %ld not zero", n,
                        tu_nonzero(big[k], n));
     tu_fill(big[k], n, (uint64_t)k + 1);
-    long faults = minflt() - f0;
+    long faults = tu_minflt() - f0;
     printf("%s(%zu): %#lx, %s the freed runs, %ld faults for %zu pages\n", k == 1 ? "calloc" : "malloc",
            n, (unsigned long)b, b >= lo && b + n <= hi ? "inside" : "OUTSIDE", faults, n / 4096);
     CHECKF(b >= lo && b + n <= hi, "block of %zu at %#lx: not from the freed page runs [%#lx, %#lx)", n,

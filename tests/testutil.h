@@ -85,6 +85,13 @@ static inline double tu_now(void) {
 
 /* The figure after "key:" in /proc/self/status, in KiB; -1 if absent.
  * Reads with a stack buffer: no allocation. */
+/* Minor page faults so far (each a fresh page touched: ~13-16 us here). */
+static inline long tu_minflt(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_minflt;
+}
+
 static inline long tu_status_kb(const char *key) {
   char buf[8192];
   if (!procstatus_read(buf, sizeof buf)) return -1;
