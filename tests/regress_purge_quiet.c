@@ -13,25 +13,11 @@
  * (Threads: 1) once nothing waits.  Then mallopt(M_TRIM_THRESHOLD, 0)
  * while the thread waits must still purge at the next free. */
 #include "testutil.h"
-#include <fcntl.h>
 #include <malloc.h>
 
 #define MiB ((size_t)1 << 20)
 #define NB 128
 #define NS 20000
-
-/* a field of /proc/self/status, without malloc */
-static long status_field(const char *key) {
-  char buf[4096];
-  int fd = open("/proc/self/status", O_RDONLY);
-  if (fd < 0) return -1;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return -1;
-  buf[n] = 0;
-  char *p = strstr(buf, key);
-  return p ? atol(p + strlen(key)) : -1;
-}
 
 static void pause_ms(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
@@ -45,7 +31,7 @@ int main(void) {
   long delay = d ? atol(d) : 1000;
   CHECKF(delay > 0, "needs LITHE_PURGE_DELAY_MS > 0 (got %s)", d ? d : "unset");
   static void *big[NB], *small[NS], *huge[2];
-  long base = status_field("RssAnon:");
+  long base = tu_status_kb("RssAnon");
   for (int i = 0; i < NB; i++) {
     big[i] = malloc(MiB / 2);
     CHECK(big[i] != NULL);
@@ -61,24 +47,24 @@ int main(void) {
     CHECK(small[i] != NULL);
     memset(small[i], 1, 200);
   }
-  long peak = status_field("RssAnon:");
+  long peak = tu_status_kb("RssAnon");
   for (int i = 0; i < NB; i++) free(big[i]);
   for (int i = 0; i < 2; i++) free(huge[i]);
   for (int i = 0; i < NS; i++) free(small[i]);
   /* from here on nothing of lithe's is called until the checks */
   double t0 = tu_now();
-  long first = status_field("RssAnon:"), now = first;
+  long first = tu_status_kb("RssAnon"), now = first;
   double limit = delay / 1000.0 + 3.0; /* generous for a loaded machine */
   while (now - base > 8 * 1024 && tu_now() - t0 < limit) {
     pause_ms(20);
-    now = status_field("RssAnon:");
+    now = tu_status_kb("RssAnon");
   }
   double took = tu_now() - t0;
   /* the thread exits once nothing waits: within a delay more */
-  long threads = status_field("Threads:");
+  long threads = tu_status_kb("Threads");
   for (double t1 = tu_now(); threads != 1 && tu_now() - t1 < delay / 1000.0 + 2.0;) {
     pause_ms(20);
-    threads = status_field("Threads:");
+    threads = tu_status_kb("Threads");
   }
   printf("LITHE_PURGE_DELAY_MS=%ld: RssAnon at start %ld KiB, with 64 + 48 MiB live %ld KiB, "
          "right after the frees %ld KiB, %.3f s later (no call) %ld KiB; threads then %ld\n",
@@ -99,8 +85,8 @@ int main(void) {
   for (int i = 0; i < NB / 2; i++) free(big[i]); /* 32 MiB wait: the thread starts */
   CHECK(mallopt(M_TRIM_THRESHOLD, 0) == 1);
   for (int i = NB / 2; i < NB; i++) free(big[i]);
-  long at_once = status_field("RssAnon:");
-  threads = status_field("Threads:");
+  long at_once = tu_status_kb("RssAnon");
+  threads = tu_status_kb("Threads");
   printf("M_TRIM_THRESHOLD 0, then the other 32 MiB freed: RssAnon %ld KiB right after (start %ld), "
          "threads %ld\n", at_once, base, threads);
   CHECKF(at_once - base <= 8 * 1024, "RssAnon %ld KiB above the start right after the frees with "
