@@ -373,7 +373,7 @@ static void *purger_main(void *arg) {
  * when it is due, or to be started by the next call that holds no lock
  * (pages_purger_poll): pthread_create allocates, and pages_free may be
  * called with other locks of lithe's held. */
-static void pages_waiting(uint64_t freed_ms) {
+void pages_waiting(uint64_t freed_ms) {
   lt_assert_held(&pages_lock);
   long delay = lithe_opt.purge_delay_ms;
   /* (valgrind build: none; glibc's malloc'ed TLS vector of a thread
@@ -388,8 +388,6 @@ static void pages_waiting(uint64_t freed_ms) {
       dirty_bytes + atomic_load_explicit(&xlarge_cached_bytes, memory_order_relaxed) >= PURGE_THREAD_MIN)
     atomic_store_explicit(&purger_wanted, true, memory_order_relaxed);
 }
-
-void pages_waiting_locked(uint64_t freed_ms) { pages_waiting(freed_ms); }
 
 /* Start the purge thread if memory waits and none runs.  The caller holds
  * no lock of lithe's (a free or a large allocation at the API's level). */

@@ -564,7 +564,7 @@ span_t *pages_alloc_free(size_t npages) INTERNAL;             /* free runs only,
 void pages_free(span_t *s) INTERNAL;                          /* takes pages_lock */
 bool pages_try_resize(span_t *s, size_t npages, bool fresh_ok) INTERNAL; /* in place */
 size_t pages_collect(bool force) INTERNAL;                    /* purge; returns bytes */
-void pages_waiting_locked(uint64_t freed_ms) INTERNAL;         /* freed memory waits */
+void pages_waiting(uint64_t freed_ms) INTERNAL;               /* pages_lock held: memory waits */
 void pages_purger_poll(void) INTERNAL;                        /* no lithe lock held */
 void pages_fork_child(void) INTERNAL;
 void pages_init(void) INTERNAL;

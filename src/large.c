@@ -196,7 +196,7 @@ static bool xcache_put(span_t *s) {
     }
   }
   span_t *old = xcache_trim_locked(now, false);
-  pages_waiting_locked(now);
+  pages_waiting(now);
   pthread_mutex_unlock(&pages_lock);
   xcache_unmap_list(small);
   xcache_unmap_list(old);
