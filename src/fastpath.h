@@ -140,22 +140,33 @@ static inline void free_inline(void *p) {
   uintptr_t key = span_free_key(s);
   if (unlikely(!small_carved_start(s, off) || block_key(b) == key)) goto slow;
   heap_t *h = lithe_tls_heap;
+#if LT_TSAN
+  /* ThreadSanitizer: the shared empty heap's rooms are decremented by
+   * every thread that has no heap yet (a race heap_bin_spill shows
+   * harmless); here they are left alone, as before */
   if (unlikely(span_owner_fast(s) != h)) {
     heap_free_remote(s, b);
     return;
   }
-  unsigned c = s->cls;
+#endif
+  unsigned c = s->bin_cls;
   block_t *head = h->bin[c];
   /* b at the head of the bin: freed just before, its key overwritten */
   if (unlikely(b == head)) goto slow;
   block_set_key(b, key);
   /* decrement first (one read-modify-write and a sign test); a full bin
    * undoes it, off the fast path */
-  if (likely(--h->bin_room[c] >= 0)) {
-    block_set_next(b, head);
-    h->bin[c] = b;
-    return;
-  }
+#if defined(__x86_64__)
+  __asm__ goto("subl $1, %c[off](%[h],%q[c],4)\n\tjs %l[full]"
+                : : [h] "r"(h), [c] "r"((uintptr_t)c), [off] "i"(offsetof(heap_t, bin_room))
+                : "cc", "memory" : full);
+#else
+  if (unlikely(--h->bin_room[c] < 0)) goto full;
+#endif
+  block_set_next(b, head);
+  h->bin[c] = b;
+  return;
+full:
   heap_bin_spill(h, s, b); /* full: to the span (out of line, so the
                               decrement above stays one instruction) */
   return;

@@ -198,19 +198,41 @@ static uint32_t bin_max_cap(unsigned cls) {
   return n < first ? first : n;
 }
 
-/* The owner freed b (key set) into a full bin: bin_push's decrement of
- * bin_room is undone and b goes to its span; the next refill grows the
- * bin.  A thread that only frees looks at the purge passes here (and the
- * memory limit's pressure, which bumps the epoch), so its bins decay too. */
+static void span_free_remote(span_t *s, block_t *b);
+
+/* A free found no room in bin s->bin_cls of this thread's heap h (b's key
+ * is set, the decrement of bin_room done).  free_inline pushes every block
+ * on the freeing thread's bin, the owner's or another heap's (as
+ * heap_free_remote does), with no owner test, so three kinds come here:
+ *  - a thread with no heap yet: h is the shared empty heap, whose rooms
+ *    are only ever 0 or below (a decrement by one such thread and this
+ *    store of 0 by another race, and every value either writes is <= 0),
+ *    so its bins stay empty; b goes to its span's thread_free;
+ *  - a block of a first-class heap (bin_cls 0: bin 0 serves no size, its
+ *    room stays 0 in every heap): to its span, which the heap collects;
+ *  - a full bin: the decrement is undone and b goes to its span (its
+ *    owner's: pushed there; another's: its thread_free); the next refill
+ *    grows the bin.  A thread that only frees looks at the purge passes
+ *    here (and the memory limit's pressure, which bumps the epoch), so
+ *    its bins decay too. */
 void heap_bin_spill(heap_t *h, span_t *s, block_t *b) {
-  unsigned c = s->cls;
+  unsigned c = s->bin_cls;
+  if (unlikely(h == &lithe_empty_heap)) {
+    __atomic_store_n(&h->bin_room[c], 0, __ATOMIC_RELAXED);
+    span_free_remote(s, b);
+    return;
+  }
   h->bin_room[c]++;
+  if (unlikely(c == 0)) {
+    lt_assert_cmp(h->bin_room[0], ==, 0);
+    span_free_remote(s, b);
+    return;
+  }
   h->bin_spilled[c] = 1;
-  span_push(h, s, b);
+  if (likely(atomic_load_explicit(&s->owner, memory_order_relaxed) == h)) span_push(h, s, b);
+  else span_free_remote(s, b);
   heap_decay(h);
 }
-
-static void span_free_remote(span_t *s, block_t *b);
 
 /* A bin's blocks back to their spans: the heap's own onto the span's free
  * list, other heaps' (heap_free_remote put them there) onto its
@@ -632,6 +654,7 @@ void *heap_malloc_class(heap_t *h, unsigned cls) {
     if (h->current[cls] != &lithe_empty_span) continue;
     s = heap_span_new(h, cls);
     if (!s) goto oom;
+    if (h->scoped) s->bin_cls = 0; /* its blocks never enter a thread's bin */
     list_push_front(&h->avail[cls], s);
     set_current(h, cls);
   }

@@ -193,6 +193,11 @@ typedef struct span_s {
   uint8_t cls;
   uint8_t kind;
   uint8_t dirty;             /* FREE runs: pages may be resident         */
+  uint8_t bin_cls;           /* small: the bin free() pushes its blocks on
+                                in the freeing thread's heap: cls, or 0
+                                for a first-class heap's span (bin 0 is
+                                never used and never has room, so such a
+                                free leaves the fast path: heap_bin_spill) */
   struct arena_s *arena;             /* NULL for xlarge                  */
   /* owner-written when blocks move between the span and the owner's bin */
   _Alignas(CACHE_LINE) block_t *free; /* owner-local free list           */
@@ -250,6 +255,11 @@ static inline void span_set_bump(span_t *s, char *bump) {
 #define __has_feature(x) 0
 #endif
 #if defined(__SANITIZE_THREAD__) || __has_feature(thread_sanitizer)
+#define LT_TSAN 1
+#else
+#define LT_TSAN 0
+#endif
+#if LT_TSAN
 static inline uint64_t span_carved_lim(const span_t *s) { return __atomic_load_n(&s->carved_lim, __ATOMIC_RELAXED); }
 static inline struct heap_s *span_owner_fast(const span_t *s) {
   return atomic_load_explicit(&s->owner, memory_order_relaxed);
