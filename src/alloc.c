@@ -111,10 +111,14 @@ static inline span_t *checked_span(const char *op, const void *p) {
 /* b, a block start of small span s (checked_span), is free already?
  * Suspects: the free key in place, or b at the head of this thread's bin
  * of the class (where this thread's last free put it, its own block or
- * another thread's: key overwritten since). */
+ * another thread's: key overwritten since), or at the head of the span's
+ * remote list (where a remote free that skips the bins put it: the
+ * shared fallback heap's blocks, heap.c's heap_free_remote). */
 static inline bool small_freed(span_t *s, block_t *b) {
   heap_t *h = lithe_tls_heap;
-  return (block_key(b) == span_free_key(s) || b == h->bin[s->cls]) && is_double_free(s, b);
+  return (block_key(b) == span_free_key(s) || b == h->bin[s->cls] ||
+          b == TF_PTR(atomic_load_explicit(&s->thread_free, memory_order_relaxed))) &&
+         is_double_free(s, b);
 }
 
 /* Free b, a live block of small span s: on the owner's bin, or remote. */

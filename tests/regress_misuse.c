@@ -16,7 +16,11 @@
  *   realloc_freed_foreign  a block another thread allocated, freed by this
  *       one (so at the head of this thread's bin, which has room), its first 16 bytes
  *       overwritten, then realloc'ed: realloc copied it and only the free
- *       of the old block noticed ("lithe: free(" instead of "realloc(") */
+ *       of the old block noticed ("lithe: free(" instead of "realloc(")
+ *   realloc_freed_shared  the same with a block of a thread's first
+ *       allocations (the shared fallback heap's), which a free by a thread
+ *       with a heap sends to its span's remote list: realloc looked only at
+ *       the bin's head and reported "free(" */
 #include "testutil.h"
 #include <malloc.h>
 #include <pthread.h>
@@ -34,9 +38,24 @@ static const rcase cases[] = {
     {"free_sized_large", "free_sized", "size"},
     {"double_free_xlarge", "free", "double free"},
     {"realloc_freed_foreign", "realloc", "double free"},
+    {"realloc_freed_shared", "realloc", "double free"},
 };
 
+/* A thread's first 8 small allocations come from a heap shared by all
+ * threads (heap.c, HEAPLESS_ALLOCS); after these it has a heap of its own. */
+static void own_heap(void) {
+  void *keep[9];
+  for (int i = 0; i < 9; i++) keep[i] = malloc(64);
+  for (int i = 0; i < 9; i++) free(keep[i]);
+}
+
 static void *alloc_64(void *arg) {
+  (void)arg;
+  own_heap();
+  return malloc(64);
+}
+
+static void *alloc_64_first(void *arg) { /* the thread's first: the shared heap's */
   (void)arg;
   return malloc(64);
 }
@@ -74,11 +93,13 @@ static int child(const char *name) {
     announce(p);
     free_sized(p, 100);
     printf("after: accepted\n");
-  } else if (strcmp(name, "realloc_freed_foreign") == 0) {
+  } else if (strcmp(name, "realloc_freed_foreign") == 0 || strcmp(name, "realloc_freed_shared") == 0) {
     pthread_t t;
     void *p = NULL;
-    free(malloc(64)); /* this thread's bin of the class has room */
-    CHECK(pthread_create(&t, NULL, alloc_64, NULL) == 0 && pthread_join(t, &p) == 0 && p);
+    own_heap(); /* this thread's bin of the class has room */
+    CHECK(pthread_create(&t, NULL, strcmp(name, "realloc_freed_foreign") == 0 ? alloc_64 : alloc_64_first,
+                         NULL) == 0 &&
+          pthread_join(t, &p) == 0 && p);
     sink = p;
     announce(p);
     free(p);
