@@ -112,8 +112,8 @@ static inline span_t *checked_span(const char *op, const void *p) {
  * Suspects: the free key in place, or b at the head of this thread's bin
  * of the class (where this thread's last free put it, its own block or
  * another thread's: key overwritten since), or at the head of the span's
- * remote list (where a remote free that skips the bins put it: the
- * shared fallback heap's blocks, heap.c's heap_free_remote). */
+ * remote list (where the free of a thread with no heap yet put it:
+ * heap.c, heap_bin_spill). */
 static inline bool small_freed(span_t *s, block_t *b) {
   heap_t *h = lithe_tls_heap;
   return (block_key(b) == span_free_key(s) || b == h->bin[s->cls] ||

@@ -744,17 +744,11 @@ static void span_free_remote(span_t *s, block_t *b) {
  * block to its own span's owner (give_back_list), and the double-free
  * scan walks every heap's bin (heaps_bin_has).  A first-class heap's
  * blocks never enter a thread's bin: lithe_heap_destroy frees its spans
- * whole, without looking at bins.  Nor do the fallback heap's: they are a
- * thread's first allocations (HEAPLESS_ALLOCS), freed mostly by that
- * thread once it has its own heap, and in its bin they stayed for good,
- * every later free of them a remote free: in bench-scaling's op (three
- * 4 KiB blocks, freed LIFO) two of the three frees went through here for
- * the whole run (52 of lithe's 192 instructions an op, callgrind).  Back
- * on their span's thread_free they serve the next heapless allocations. */
+ * whole, without looking at bins. */
 void heap_free_remote(span_t *s, block_t *b) {
   heap_t *h = lithe_tls_heap;
   heap_t *o = atomic_load_explicit(&s->owner, memory_order_relaxed);
-  if (likely(h != &lithe_empty_heap) && o != &fallback_heap && !(o && o->scoped)) {
+  if (likely(h != &lithe_empty_heap) && !(o && o->scoped)) {
     unsigned c = s->cls;
     block_t *head = h->bin[c];
     if (unlikely(b == head)) { /* the head of our bin is free: its key was overwritten */

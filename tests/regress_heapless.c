@@ -5,11 +5,6 @@
  * Without CASE: a thread that makes one malloc/free pair creates no heap
  * (heaps_created unchanged), one that makes 100 creates one; blocks a
  * heapless thread allocated and freed are reused (all contents checked).
- * Blocks of the shared heap that the thread frees once it has its own
- * heap go back to the shared heap, not into the thread's bin (review fix:
- * they stayed there for good and every later free of them was a remote
- * free, two of the three frees of each bench-scaling op): the thread's
- * next mallocs of the size return none of them.
  *
  * CASE overwritten_double_free (in a child, which must die by SIGABRT with
  * a report naming free, the address and "double free"): a heapless thread
@@ -43,31 +38,6 @@ static void *many_pairs(void *arg) {
     for (int k = 0; k < 48; k++) CHECKF(keep[i][k] == (char)i, "block %d byte %d overwritten", i, k);
     free(keep[i]);
   }
-  return NULL;
-}
-
-/* 8 heapless blocks, then one from the thread's own heap; the 8 freed;
- * 8 more mallocs of the size must come from the thread's own heap */
-static void *shared_blocks_go_back(void *arg) {
-  (void)arg;
-  char *first[8], *again[8];
-  for (int i = 0; i < 8; i++) {
-    first[i] = malloc(64);
-    CHECK(first[i] != NULL);
-    memset(first[i], 0x5a, 64);
-  }
-  char *own = malloc(64);
-  CHECK(own != NULL);
-  for (int i = 0; i < 8; i++) free(first[i]);
-  for (int i = 0; i < 8; i++) {
-    again[i] = malloc(64);
-    CHECK(again[i] != NULL);
-    for (int k = 0; k < 8; k++)
-      CHECKF(again[i] != first[k], "malloc %d returned %p, shared block %d, freed into this thread's bin",
-             i, (void *)again[i], k);
-  }
-  for (int i = 0; i < 8; i++) free(again[i]);
-  free(own);
   return NULL;
 }
 
@@ -117,6 +87,5 @@ int main(int argc, char **argv) {
          b.heaps_created - a.heaps_created);
   CHECKF(c.heaps_created == b.heaps_created + 20, "20 threads of 100 blocks made %zu heaps",
          c.heaps_created - b.heaps_created);
-  run(shared_blocks_go_back);
   return 0;
 }

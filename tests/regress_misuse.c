@@ -17,10 +17,11 @@
  *       one (so at the head of this thread's bin, which has room), its first 16 bytes
  *       overwritten, then realloc'ed: realloc copied it and only the free
  *       of the old block noticed ("lithe: free(" instead of "realloc(")
- *   realloc_freed_shared  the same with a block of a thread's first
- *       allocations (the shared fallback heap's), which a free by a thread
- *       with a heap sends to its span's remote list: realloc looked only at
- *       the bin's head and reported "free(" */
+ *   realloc_freed_shared  a thread with no heap yet (its first
+ *       allocations come from a shared heap) frees a block, which goes to
+ *       its span's remote list, overwrites its first 16 bytes and
+ *       realloc's it: realloc looked only at the bin's head and reported
+ *       "free(" */
 #include "testutil.h"
 #include <malloc.h>
 #include <pthread.h>
@@ -41,6 +42,13 @@ static const rcase cases[] = {
     {"realloc_freed_shared", "realloc", "double free"},
 };
 
+static void *volatile sink;
+
+static void announce(const void *p) {
+  printf("ADDR %p\n", p);
+  fflush(stdout);
+}
+
 /* A thread's first 8 small allocations come from a heap shared by all
  * threads (heap.c, HEAPLESS_ALLOCS); after these it has a heap of its own. */
 static void own_heap(void) {
@@ -55,16 +63,16 @@ static void *alloc_64(void *arg) {
   return malloc(64);
 }
 
-static void *alloc_64_first(void *arg) { /* the thread's first: the shared heap's */
+static void *realloc_freed_first(void *arg) { /* this thread's first allocation */
   (void)arg;
-  return malloc(64);
-}
-
-static void *volatile sink;
-
-static void announce(const void *p) {
-  printf("ADDR %p\n", p);
-  fflush(stdout);
+  char *p = malloc(64);
+  sink = p;
+  announce(p);
+  free(p);
+  memset(sink, 0x41, 16); /* use after free: the link and the key */
+  char *q = realloc(sink, 200);
+  printf("after: realloc gave %p\n", (void *)q);
+  return NULL;
 }
 
 static int child(const char *name) {
@@ -93,13 +101,14 @@ static int child(const char *name) {
     announce(p);
     free_sized(p, 100);
     printf("after: accepted\n");
-  } else if (strcmp(name, "realloc_freed_foreign") == 0 || strcmp(name, "realloc_freed_shared") == 0) {
+  } else if (strcmp(name, "realloc_freed_shared") == 0) {
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, realloc_freed_first, NULL) == 0 && pthread_join(t, NULL) == 0);
+  } else if (strcmp(name, "realloc_freed_foreign") == 0) {
     pthread_t t;
     void *p = NULL;
     own_heap(); /* this thread's bin of the class has room */
-    CHECK(pthread_create(&t, NULL, strcmp(name, "realloc_freed_foreign") == 0 ? alloc_64 : alloc_64_first,
-                         NULL) == 0 &&
-          pthread_join(t, &p) == 0 && p);
+    CHECK(pthread_create(&t, NULL, alloc_64, NULL) == 0 && pthread_join(t, &p) == 0 && p);
     sink = p;
     announce(p);
     free(p);
