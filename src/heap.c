@@ -112,8 +112,14 @@ static __thread bool tls_heap_gone __attribute__((tls_model("initial-exec")));
  * spans already carved, 7.2k).  Its frees are remote frees, into the
  * freeing thread's bin or the span's thread_free.  Not for the thread
  * that set lithe up (the program's main thread, as a rule: it makes its
- * heap at its first allocation, as before), nor while the heap profiler
- * or the leak report is on: they sample in the thread's heap. */
+ * heap at its first allocation, as before), nor while the leak report is
+ * on (it tracks every allocation, in the thread's heap).  With the heap
+ * profiler on, a heapless allocation counts its class size against the
+ * thread's first sampling interval, and one that would end it makes the
+ * heap instead, which continues that interval (prof_heapless): making a
+ * heap for every thread at once cost profiled threads 15,000 ticks and
+ * 1.55 faults for their first pair, against 208 and 0.02 heapless
+ * (bench-startup --serial --threads 64, LITHE_PROF=1 against 0). */
 #define HEAPLESS_ALLOCS 8
 static __thread uint8_t heapless_used __attribute__((tls_model("initial-exec")));
 
@@ -631,11 +637,15 @@ static NOINLINE void *fallback_malloc(unsigned cls) {
 void *heap_malloc_class(heap_t *h, unsigned cls) {
   if (unlikely(h == &lithe_empty_heap)) {
     if (unlikely(tls_heap_gone)) return fallback_malloc(cls);
-    if (heapless_used < HEAPLESS_ALLOCS && prof_mode == PROF_OFF && !lithe_tls_init_thread) {
+    if (heapless_used < HEAPLESS_ALLOCS && !lithe_tls_init_thread && prof_heapless(cls)) {
       heapless_used++;
       return fallback_malloc(cls);
     }
     if (!(h = heap_thread_init())) goto oom;
+    /* the block that made the heap counts for the profiler too, by its
+     * class size: it is sampled when the heapless ones used the interval
+     * up (prof_heapless) */
+    if (prof_due(h, class_size[cls])) return prof_malloc(class_size[cls], h);
   }
   if (h->bin[cls]) return bin_pop(h, cls); /* memalign's way in */
   heap_decay(h);

@@ -689,6 +689,14 @@ enum { PROF_OFF = 0, PROF_SAMPLE = 1, PROF_LEAKS = 2 };
 void prof_init(void) INTERNAL;     /* from process_init; no allocation */
 bool prof_tick_slow(heap_t *h) INTERNAL;   /* prof_left < 0: sample now? */
 intptr_t prof_heap_start(void) INTERNAL;  /* a new heap's prof_left */
+bool prof_heapless_take(size_t n) INTERNAL; /* PROF_SAMPLE: n bytes fit the interval */
+/* May a thread without a heap take this block of class cls from the
+ * shared heap (heap.c)?  Profiling off: yes; sampling: while the block's
+ * bytes fit the thread's first interval (then they count against it); the
+ * leak report: no, it tracks every allocation in the thread's heap. */
+static inline bool prof_heapless(unsigned cls) {
+  return prof_mode == PROF_OFF || (prof_mode == PROF_SAMPLE && prof_heapless_take(class_size[cls]));
+}
 void *prof_alloc(size_t n, size_t align, bool zero) INTERNAL; /* a sampled allocation */
 void prof_free(span_t *s) INTERNAL;        /* s->prof != NULL */
 void *prof_malloc(size_t n, heap_t *h) INTERNAL; /* prof_due: sample, or allocate as usual */
