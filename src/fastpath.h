@@ -12,7 +12,7 @@
 void free_slow(void *p, const char *op) INTERNAL;
 void heap_bin_spill(heap_t *h, span_t *s, block_t *b) INTERNAL;
 #if LITHE_SECURE
-void *lithe_bin_pop_corrupt(heap_t *h, unsigned c, block_t *b) INTERNAL; /* span.c */
+void *lithe_bin_pop_corrupt(size_t n, unsigned c, heap_t *h, block_t *b) INTERNAL; /* span.c */
 #endif
 
 /* malloc: every small size (<= SMALL_MAX) is one table lookup away from
@@ -40,7 +40,7 @@ static inline void *malloc_inline(size_t n) {
       /* hardened build: a bad link leaves by a tail jump too (span.c), so
        * nothing stays live across a call and no register is saved */
       block_t *next = block_next(b);
-      if (unlikely(link_bad(next))) return lithe_bin_pop_corrupt(h, c, b);
+      if (unlikely(link_bad(next))) return lithe_bin_pop_corrupt(n, c, h, b);
       h->bin[c] = next;
 #else
       h->bin[c] = block_pop_next(b);

@@ -39,7 +39,6 @@
 span_t lithe_empty_span = {.kind = SPAN_SMALL};
 heap_t lithe_empty_heap = {.current = {EMPTY_ROW(&lithe_empty_span)}};
 __thread heap_t *lithe_tls_heap __attribute__((tls_model("initial-exec"))) = &lithe_empty_heap;
-uintptr_t lithe_free_key;
 
 /* heaps_lock and abandoned_lock are held for a few hundred instructions by
  * threads that start or exit together: adaptive (glibc's), a waiter spins

@@ -25,9 +25,6 @@ static void process_init(void) {
   sizeclass_init();
   pages_init();
   heap_key_init();
-  uintptr_t key = 0;
-  os_random(&key, sizeof key);
-  lithe_free_key = key | 1; /* never 0: fresh memory must not look freed */
 #if LITHE_SECURE
   os_random(&lithe_link.secret, sizeof lithe_link.secret); /* before any block is linked */
 #endif

@@ -623,18 +623,20 @@ bool span_contains_free(span_t *s, block_t *b) INTERNAL;
 extern __thread heap_t *lithe_tls_heap INTERNAL __attribute__((tls_model("initial-exec")));
 extern heap_t lithe_empty_heap INTERNAL;
 extern span_t lithe_empty_span INTERNAL;
-extern uintptr_t lithe_free_key INTERNAL; /* random, odd (init.c) */
 /* The free key a free block of span s holds in word 1.  Release build:
  * the descriptor's address, which free() has in a register already (a
  * global key cost a load on every free), and which no block handed out
  * holds: the program is never given a descriptor's address, and malloc
  * clears word 1.  A match is only a suspicion, confirmed by a scan, so a
- * program that stores that value costs only time.  Hardened build: XORed
- * with the process's random key, so a use after free that reads word 1
- * learns no metadata address (an odd key: never 0, as fresh memory is). */
+ * program that stores that value costs only time.  Hardened build: the
+ * span's division magic (floor(2^64 / block size) + 1: never 0, as fresh
+ * memory is), so a use after free that reads word 1 learns no metadata
+ * address, only the class.  free() loads it for the block-start test
+ * anyway, so the key costs one move (the descriptor's address XORed with
+ * a random process key, as before, cost a load and an XOR). */
 static inline uintptr_t span_free_key(const span_t *s) {
 #if LITHE_SECURE
-  return (uintptr_t)s ^ lithe_free_key;
+  return s->div_magic;
 #else
   return (uintptr_t)s;
 #endif
