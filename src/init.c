@@ -27,6 +27,7 @@ static void process_init(void) {
   heap_key_init();
 #if LITHE_SECURE
   os_random(&lithe_link.secret, sizeof lithe_link.secret); /* before any block is linked */
+  span_secure_init(); /* the carve's window orders, from the secret */
 #endif
   atomic_store_explicit(&lithe_initialized, 1, memory_order_release);
 }
