@@ -200,8 +200,9 @@ void *lt_realloc(void *p, size_t n) {
     }
     /* stay in place unless shrinking below half the block */
     if (n <= usable && (n > usable / 2 || usable <= 16)) return p;
-  } else if (likely(s->prof == NULL)) { /* a sampled block moves: counted anew */
-    void *q = large_realloc(s, lt_vg_pad(n));
+  } else {
+    /* a sampled block: counted anew (prof.c) */
+    void *q = likely(s->prof == NULL) ? large_realloc(s, lt_vg_pad(n)) : prof_realloc(s, lt_vg_pad(n), n);
     if (q) { /* valgrind build: always in place (large_realloc) */
       lt_vg_resized(q, usable, usable_of(s));
       return q;

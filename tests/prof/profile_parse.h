@@ -9,6 +9,9 @@
 #include <string.h>
 #include "testutil.h"
 
+/* the scaled in-use bytes of the profile parse() read last */
+static double profile_inuse_est;
+
 /* Parse a profile: returns stack lines; *alloc_est = scaled alloc bytes. */
 static inline int parse(const char *path, double *alloc_est, int *has_maps) {
   FILE *f = fopen(path, "r");
@@ -21,6 +24,7 @@ static inline int parse(const char *path, double *alloc_est, int *has_maps) {
   rate = strtoul(at + 10, NULL, 10);
   int stacks = 0;
   *alloc_est = 0;
+  profile_inuse_est = 0;
   *has_maps = 0;
   while (fgets(line, sizeof line, f)) {
     unsigned long n1, s1, n2, s2;
@@ -28,6 +32,7 @@ static inline int parse(const char *path, double *alloc_est, int *has_maps) {
     if (sscanf(line, " %lu: %lu [ %lu: %lu] @", &n1, &s1, &n2, &s2) == 4) {
       stacks++;
       if (n2) *alloc_est += s2 / (1 - exp(-((double)s2 / n2) / rate)); /* as google-pprof */
+      if (n1) profile_inuse_est += s1 / (1 - exp(-((double)s1 / n1) / rate));
     }
   }
   fclose(f);
