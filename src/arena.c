@@ -49,7 +49,9 @@ static size_t in_use_bytes; /* pages handed out (spans, large objects) */
  * never purges; LITHE_PURGE_THREAD=0 keeps it off), it sleeps until the oldest
  * waiting memory is due (purge_due_ms), purges what is due, and exits as
  * soon as nothing waits, so a program that is quiet with nothing waiting
- * is single-threaded again (unshare(CLONE_NEWUSER) needs that).  It never
+ * is single-threaded again (unshare(CLONE_NEWUSER) needs that);
+ * lithe_collect(true), which leaves nothing waiting, joins it before it
+ * returns (pages_purger_stop).  It never
  * allocates, blocks every signal, and has a 64 KiB stack.  If it cannot
  * be started the calls into lithe go on purging as before. */
 static pthread_cond_t purge_cond;
@@ -66,6 +68,19 @@ static pthread_cond_t purge_cond;
 #define PURGE_THREAD_MIN ((size_t)16 * MiB)
 static bool purger_running;  /* the thread exists (in this process)       */
 static bool purger_off;      /* off, or pthread_create refused            */
+static bool purger_stop;     /* lithe_collect(true): exit now             */
+/* The thread is joinable, so that lithe_collect(true) can wait until it
+ * has gone (a program that gave everything back is single-threaded again
+ * at once, not a delay later: unshare(CLONE_NEWUSER), Python 3.12's
+ * warning at os.fork() in a multi-threaded process).  purger_life orders
+ * its start and its join (never with pages_lock held); the next start
+ * joins one that exited on its own, so at most one has not been joined. */
+static pthread_mutex_t purger_life = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t purger_tid;
+static bool purger_unjoined; /* purger_tid exited or runs, not yet joined */
+/* This thread holds purger_life: pthread_create allocates, and its malloc
+ * or free may come back to pages_purger_poll, which must not wait on it. */
+static __thread bool purger_life_held __attribute__((tls_model("initial-exec")));
 static uint64_t purge_due_ms = UINT64_MAX; /* when the oldest waiting memory is due */
 static _Atomic bool purger_wanted; /* memory waits and no thread: start one at
                                       the next call that holds no lock */
@@ -351,7 +366,7 @@ static size_t purge_runs(uint64_t now, bool force, size_t keep) {
 static void *purger_main(void *arg) {
   (void)arg;
   pthread_mutex_lock(&pages_lock);
-  while (purge_due_ms != UINT64_MAX && !purger_off) {
+  while (purge_due_ms != UINT64_MAX && !purger_off && !purger_stop) {
     uint64_t now = os_now_ms();
     if (now < purge_due_ms) {
       /* os_now_ms is the coarse clock, up to a tick (4 ms at HZ 250)
@@ -393,37 +408,78 @@ void pages_waiting(uint64_t freed_ms) {
  * no lock of lithe's (a free or a large allocation at the API's level). */
 void pages_purger_poll(void) {
   if (likely(!atomic_load_explicit(&purger_wanted, memory_order_relaxed))) return;
+  if (purger_life_held) return; /* (the start under way; wanted stays set) */
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, purger_init);
+  pthread_mutex_lock(&purger_life);
+  purger_life_held = true;
   pthread_mutex_lock(&pages_lock);
-  bool go = !purger_running && !purger_off && purge_due_ms != UINT64_MAX;
+  bool go = !purger_running && !purger_off && !purger_stop && purge_due_ms != UINT64_MAX;
   if (go) purger_running = true;
   atomic_store_explicit(&purger_wanted, false, memory_order_relaxed);
   pthread_mutex_unlock(&pages_lock);
-  if (!go) return;
+  if (go && purger_unjoined) { /* the last one exited on its own */
+    pthread_join(purger_tid, NULL);
+    purger_unjoined = false;
+  }
+  if (!go) {
+    purger_life_held = false;
+    pthread_mutex_unlock(&purger_life);
+    return;
+  }
   pthread_attr_t attr;
   pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_attr_setstacksize(&attr, 64 * KiB);
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread starts with all blocked */
-  pthread_t t;
   int saved = errno;
-  int rc = pthread_create(&t, &attr, purger_main, NULL);
+  int rc = pthread_create(&purger_tid, &attr, purger_main, NULL);
   errno = saved;
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   pthread_attr_destroy(&attr);
-  if (rc == 0) return;
+  if (rc == 0) {
+    purger_unjoined = true;
+  } else {
+    pthread_mutex_lock(&pages_lock);
+    purger_running = false;
+    purger_off = true; /* the calls into lithe purge, as without it */
+    pthread_mutex_unlock(&pages_lock);
+  }
+  purger_life_held = false;
+  pthread_mutex_unlock(&purger_life);
+}
+
+/* lithe_collect(true), with no lock of lithe's held, after everything was
+ * purged: the thread is told to exit and joined.  Memory freed meanwhile
+ * by other threads starts a new one at their next call, as usual. */
+void pages_purger_stop(void) {
+  if (purger_life_held) return;
+  pthread_mutex_lock(&purger_life);
+  if (!purger_unjoined) {
+    pthread_mutex_unlock(&purger_life);
+    return;
+  }
   pthread_mutex_lock(&pages_lock);
-  purger_running = false;
-  purger_off = true; /* the calls into lithe purge, as without it */
+  purger_stop = true;
+  if (purger_running) pthread_cond_signal(&purge_cond);
   pthread_mutex_unlock(&pages_lock);
+  pthread_join(purger_tid, NULL);
+  purger_unjoined = false;
+  pthread_mutex_lock(&pages_lock);
+  purger_stop = false;
+  if (!purger_off && purge_due_ms != UINT64_MAX) /* freed since: a thread again */
+    atomic_store_explicit(&purger_wanted, true, memory_order_relaxed);
+  pthread_mutex_unlock(&pages_lock);
+  pthread_mutex_unlock(&purger_life);
 }
 
 /* The child of fork has no purge thread (fork copies only the caller). */
 void pages_fork_child(void) {
   purger_running = false;
+  purger_stop = false;
+  purger_unjoined = false; /* the parent's thread: not the child's to join */
+  pthread_mutex_init(&purger_life, NULL); /* (fork may have found it held) */
   purger_init();
   atomic_store_explicit(&purger_wanted, purge_due_ms != UINT64_MAX && !purger_off,
                         memory_order_relaxed);
