@@ -113,10 +113,15 @@ static inline bool small_carved_start(const span_t *s, size_t off) {
  * reads the static `none` descriptor (internal.h, pagemap).  One multiply
  * and one compare (small_carved_start) prove p is the start of a block of
  * a small span that has been handed out, and the key compare catches a double
- * free (confirmed by a scan in the slow path).  Then the owner pushes on
- * its bin (the head, loaded once, also serves the head check and the
- * link); another thread's block goes to heap_free_remote (this thread's
- * bin while it has room, else a CAS push on the span's thread_free). */
+ * free (confirmed by a scan in the slow path).  Then the block goes on
+ * the freeing thread's bin (the head, loaded once, also serves the head
+ * check and the link), whoever owns it: with no owner test, another
+ * thread's block takes the way heap_free_remote gave it before (this
+ * thread's bin while it has room).  What must not enter a thread's bin
+ * fails the room test and leaves through heap_bin_spill: a first-class
+ * heap's block (its span's bin_cls is 0, bin 0's room is never above 0)
+ * and a free by a thread with no heap (the shared empty heap's rooms stay
+ * at or below 0). */
 static inline void free_inline(void *p) {
   uintptr_t a = (uintptr_t)p;
   uintptr_t i1 = a >> L1_SHIFT;
@@ -155,7 +160,9 @@ static inline void free_inline(void *p) {
   if (unlikely(b == head)) goto slow;
   block_set_key(b, key);
   /* decrement first (one read-modify-write and a sign test); a full bin
-   * undoes it, off the fast path */
+   * undoes it, off the fast path.  In asm on x86-64: GCC 12 computes
+   * c + 0x52 into a register (an lea) to address bin_room[c] at 0x148,
+   * in every C spelling tried */
 #if defined(__x86_64__)
   __asm__ goto("subl $1, %c[off](%[h],%q[c],4)\n\tjs %l[full]"
                 : : [h] "r"(h), [c] "r"((uintptr_t)c), [off] "i"(offsetof(heap_t, bin_room))

@@ -220,13 +220,20 @@ static void span_free_remote(span_t *s, block_t *b);
  *    grows the bin.  A thread that only frees looks at the purge passes
  *    here (and the memory limit's pressure, which bumps the epoch), so
  *    its bins decay too. */
+static NOINLINE void bin_spill_heap(heap_t *h, span_t *s, block_t *b);
 void heap_bin_spill(heap_t *h, span_t *s, block_t *b) {
-  unsigned c = s->bin_cls;
+  /* the heap-less free first, in a function that saves no register: a
+   * thread that only frees (a consumer) comes here at every free */
   if (unlikely(h == &lithe_empty_heap)) {
-    __atomic_store_n(&h->bin_room[c], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->bin_room[s->bin_cls], 0, __ATOMIC_RELAXED);
     span_free_remote(s, b);
     return;
   }
+  bin_spill_heap(h, s, b);
+}
+
+static NOINLINE void bin_spill_heap(heap_t *h, span_t *s, block_t *b) {
+  unsigned c = s->bin_cls;
   h->bin_room[c]++;
   if (unlikely(c == 0)) {
     lt_assert_cmp(h->bin_room[0], ==, 0);
