@@ -69,6 +69,7 @@ check "cgloop" "" "$BUILD/bench-cgloop" b 1000
 check "bigchurn" "^Benchmarkbigchurn 1 [0-9]+ ns/op [0-9]+ peak-kB [0-9]+ end-kB [0-9]+ faults$" "$BUILD/bench-bigchurn" --quick --max 4
 check "mtrandom" "^Benchmarkmtrandom 1 [0-9]+ ns/op [0-9]+ peak-kB [0-9]+ end-kB [0-9]+ faults$" "$BUILD/bench-mtrandom" --quick --threads 2
 check "cgloop size" "" "$BUILD/bench-cgloop" b 1000 4096
+check "cgloop remote" "" "$BUILD/bench-cgloop" r 1000
 check "limitcycle" "^Benchmarklimitcycle 1 [0-9]+ ns/op [0-9]+ peak-kB [0-9]+ end-kB [0-9]+ faults$" "$BUILD/bench-limitcycle" --quick
 check "limitcycle --limit" "^Benchmarklimitcycle_limit80m 1 [0-9]+ ns/op [0-9]+ peak-kB [0-9]+ end-kB [0-9]+ faults$" "$BUILD/bench-limitcycle" --quick --limit 80m
 exit $fail
