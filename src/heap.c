@@ -686,7 +686,8 @@ void *heap_malloc_class(heap_t *h, unsigned cls) {
     if (!(h = heap_thread_init())) goto oom;
     /* the block that made the heap counts for the profiler too, by its
      * class size: it is sampled when the heapless ones used the interval
-     * up (prof_heapless) */
+     * up (prof_heapless); the leak report tracks it (it used to miss a
+     * thread's first block), by its class size */
     if (prof_due(h, class_size[cls])) return prof_malloc(class_size[cls], h);
   }
   if (h->bin[cls]) return bin_pop(h, cls); /* memalign's way in */

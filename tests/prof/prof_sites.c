@@ -6,10 +6,14 @@
  *                       exit 8 MB still live in the same shares
  *   prof_sites leak     leaky_function leaves 100 blocks of 1000 bytes; the
  *                       rest (other sizes, other functions) is freed
+ *   prof_sites thread_leak  a thread's first and only allocation, in
+ *                       thread_first_leak, is left (the leak report used to
+ *                       miss a thread's first block: it made the heap)
  * Built with -rdynamic so dladdr (the leak report) names the functions. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 
 #define ROUNDS 100000 /* x (600 + 300 + 100) bytes = 100 MB */
 #define KEEP 8000     /* blocks of each site live at exit: 8 MB */
@@ -57,9 +61,26 @@ static int leak(void) {
   return 0;
 }
 
+__attribute__((noinline)) void *thread_first_leak(void *arg) {
+  char *p = malloc(1000);
+  memset(p, 6, 1000);
+  leaked[0] = p;
+  leaked[0] = NULL; /* forgotten */
+  return arg;
+}
+
+static int thread_leak(void) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, thread_first_leak, NULL) != 0) return 1;
+  pthread_join(t, NULL);
+  printf("thread_leak: a thread left its first block\n");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "shares") == 0) return shares();
   if (argc > 1 && strcmp(argv[1], "leak") == 0) return leak();
-  fprintf(stderr, "usage: %s shares|leak\n", argv[0]);
+  if (argc > 1 && strcmp(argv[1], "thread_leak") == 0) return thread_leak();
+  fprintf(stderr, "usage: %s shares|leak|thread_leak\n", argv[0]);
   return 2;
 }
