@@ -58,25 +58,28 @@ static uint64_t secure_random(void) {
  * windows of CARVE_WINDOW blocks, handed out one window after another in
  * address order, the blocks of each window in a random order (a shuffle
  * per window): B is A's neighbour about 1 time in CARVE_WINDOW (the
- * neighbours test, 3 runs: 45-61 of 511 consecutive pairs in class 48,
- * 67-73 in class 224, whose 18-block slices end in a window of 2), and
+ * neighbours test, 5 runs: 52-63 of 511 consecutive pairs in class 48,
+ * 58-83 in class 224, whose 18-block slices end in a window of 2), and
  * otherwise A's neighbour is a block of the same window handed
  * out before or after A.  A program that walks its blocks in allocation
  * order still reads memory upwards, jittered within 8 blocks, which the
- * hardware prefetcher follows: list_traverse's user time as the release
- * build's (docs/reliability.md).  Measured against (same machine, user
- * time of list_traverse, release 0.40-0.48 s): windows of 16 blocks
+ * hardware prefetcher follows: list_traverse's user time 0.47-0.50 s,
+ * release 0.46-0.48 s (4 runs each, alternating; docs/reliability.md).
+ * Measured against (same machine, user time of list_traverse, release
+ * 0.40-0.48 s): windows of 16 blocks
  * 0.50-0.57 s, of 32 0.68-0.84 s; address order from a random block of
  * each slice (this build until now: every block but one per slice its
  * predecessor's neighbour) 0.56-0.63 s; each block given one of 4 passes
  * at random and the passes handed out one after the other, each in
  * address order (1 in 4 neighbours) 0.74-0.80 s; a random stride through
- * the slice, 3x. */
+ * the slice, 3x; a random start in a span's first slice only, the later
+ * slices in address order, 0.46-0.47 s, but 508 of 511 consecutive pairs
+ * neighbours. */
 #define CARVE_WINDOW 8
 /* Slices smaller than this are carved this many blocks at a time, so that
  * a window has blocks to mix: a class above 1 KiB has fewer than 4 to a
  * 4 KiB slice, and one to a slice would go out in address order (the
- * neighbours test: 83-119 of 511 pairs in classes 1536 and 3072).  4 commits
+ * neighbours test: 85-123 of 511 pairs in classes 1536 and 3072).  4 commits
  * a 4 KiB class's 16 KiB first span whole at its first malloc (one 4 KiB
  * page in the release build); 8 would double that for the big classes. */
 #define CARVE_MIN_BLOCKS 4
@@ -85,10 +88,10 @@ static uint64_t secure_random(void) {
  * (the slot handed out first in byte 0), made once per process
  * (span_secure_init, from process_init, after the secret); each window
  * takes one with 8 random bits.  A shuffle per window (inside-out
- * Fisher-Yates, 7 draws) cost ~18 instructions more a block carved than
- * the release build's carve (list_traverse --quick: span_extend 2.96 M
- * instructions release, 10.88 M, 2,422 slices); the table, read a byte a
- * block, 3.34 M.  What is given up: a window's order is one of 256 per
+ * Fisher-Yates, 7 draws) made the carve 3.7x the release build's
+ * (callgrind, list_traverse --quick, 2,422 slices carved: span_extend
+ * 2.96 M instructions release, 10.88 M); the table, read a byte a block,
+ * 3.34 M.  What is given up: a window's order is one of 256 per
  * process, not of all 40,320, so a program that learns the table (from
  * the addresses of its own blocks) needs fewer blocks of a window to tell
  * its order. */
