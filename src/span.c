@@ -66,10 +66,10 @@ static uint64_t secure_random(void) {
  * hardware prefetcher follows: list_traverse's user time 0.47-0.50 s,
  * release 0.46-0.48 s (4 runs each, alternating; docs/reliability.md).
  * Measured against (same machine, user time of list_traverse, release
- * 0.40-0.48 s): windows of 16 blocks
- * 0.50-0.57 s, of 32 0.68-0.84 s; address order from a random block of
- * each slice (this build until now: every block but one per slice its
- * predecessor's neighbour) 0.56-0.63 s; each block given one of 4 passes
+ * 0.40-0.48 s): windows of 16 blocks 0.50-0.57 s, of 32 0.68-0.84 s;
+ * address order from a random block of each slice (this build before the
+ * windows: every block but one per slice its predecessor's neighbour)
+ * 0.56-0.63 s; each block given one of 4 passes
  * at random and the passes handed out one after the other, each in
  * address order (1 in 4 neighbours) 0.74-0.80 s; a random stride through
  * the slice, 3x; a random start in a span's first slice only, the later
@@ -161,7 +161,8 @@ static block_t *carve_shuffled(char *p, size_t n, size_t size, block_t *head, ui
  * The arguments in the registers the fast path has them in (x86-64: the
  * size in rdi, the class in rsi, the heap in rdx; the block, in rax, is
  * the one move): with (h, c, b) GCC kept the heap in rdi for this call,
- * three moves more on every malloc (25 instructions to ret, now 22). */
+ * three moves more on every malloc (26 instructions to ret and the ret
+ * included, now 23; release 19). */
 void *lithe_bin_pop_corrupt(size_t n, unsigned c, heap_t *h, block_t *b) {
   (void)n;
   h->bin[c] = lithe_link_corrupt(b);
