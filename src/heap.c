@@ -669,7 +669,18 @@ static void fallback_enter(void) {
 #endif
 }
 
+/* The fallback heap hands the blocks of one span to many threads, so its
+ * blocks fill whole cache lines: the class of a request is raised to one
+ * whose size is a multiple of CACHE_LINE (every block then starts a line,
+ * as spans start on a page; this keeps any alignment memalign asked for).
+ * Two threads' blocks in one line made every write of one miss in the
+ * other's cache: bench-mallocbench churn --parallel allocates its
+ * accumulator first and adds to it 3.5 M times per thread, and the
+ * threads' accumulators (and the 8-byte blocks they churned, heapless
+ * ones freed into their bins) were neighbours in the same 16-byte class. */
 static NOINLINE void *fallback_malloc(unsigned cls) {
+  cls = size_class(align_up(class_size[cls], CACHE_LINE));
+  lt_assert_cmp(class_size[cls] % CACHE_LINE, ==, 0u);
   fallback_enter();
   void *p = heap_malloc_class(&fallback_heap, cls);
   pthread_mutex_unlock(&fallback_lock);
