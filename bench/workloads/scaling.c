@@ -14,9 +14,14 @@
  * of ops from the counter without yielding.
  *
  * N grows like Go's testing package until one run lasts >= --benchtime; that
- * run is reported as Benchmark<name>[-P] N <ns/op> ns/op, ns/op = wall time
- * of the run / N (total ops of all threads), so perfect scaling shows as ns/op
- * falling in proportion to P.
+ * run is reported as Benchmark<name>[-P] N <ns/op> ns/op <cpu> cpu-ns/op,
+ * ns/op = wall time of the run / N (total ops of all threads), so perfect
+ * scaling shows as ns/op falling in proportion to P; cpu-ns/op = the CPU
+ * time the process used in the run (all threads, user and system) / N,
+ * which on a machine shared with other jobs does not count the time the
+ * threads waited for a CPU (on C cores with P > C it stays flat where the
+ * wall figure stops falling: more threads than cores is contention, not
+ * parallelism).
  */
 #define _GNU_SOURCE
 #include "common.h"
@@ -26,6 +31,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #define BATCH 1000
 
@@ -90,16 +96,25 @@ static void *pool_main(void *arg) {
   return NULL;
 }
 
+static uint64_t cpu_now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static uint64_t g_cpu_ns; /* CPU time of the last run_n */
+
 static uint64_t run_n(long n) {
   g_N = n;
   long g = n / (100L * g_P);
   g_grain = g < 1 ? 1 : g > 10000 ? 10000 : g;
   atomic_store(&g_next, 0);
   atomic_store(&g_ops_done, 0);
-  uint64_t t0 = bench_now_ns();
+  uint64_t c0 = cpu_now_ns(), t0 = bench_now_ns();
   pthread_barrier_wait(&g_start);
   pthread_barrier_wait(&g_done);
   uint64_t dt = bench_now_ns() - t0;
+  g_cpu_ns = cpu_now_ns() - c0;
   if (atomic_load(&g_ops_done) != n) bench_die("ran %ld ops of %ld", atomic_load(&g_ops_done), n);
   return dt;
 }
@@ -195,10 +210,10 @@ int main(int argc, char **argv) {
           dt = run_n(n);
         }
       }
-      if (g_P == 1)
-        printf("Benchmark%s %ld %.1f ns/op\n", name, n, (double)dt / (double)n);
-      else
-        printf("Benchmark%s-%d %ld %.1f ns/op\n", name, g_P, n, (double)dt / (double)n);
+      char suffix[16] = "";
+      if (g_P > 1) snprintf(suffix, sizeof suffix, "-%d", g_P);
+      printf("Benchmark%s%s %ld %.1f ns/op %.1f cpu-ns/op\n", name, suffix, n, (double)dt / (double)n,
+             (double)g_cpu_ns / (double)n);
     }
 
     atomic_store(&g_quit, 1);

@@ -61,8 +61,8 @@ check "message_one --parallel" "^# skip:" "$mb" --benchmark message_one --parall
 check "startup" "^Benchmarkstartup-8 1 [0-9]+ (cycles|ns) $num ns/op\$" "$BUILD/bench-startup" --threads 8 --format=gobench
 check "startup cold" "^Taken: [0-9]+\$" "$BUILD/bench-startup" --threads 4 --cold
 check "startup serial" "^Benchmarkstartup_serial-4 1 [0-9]+ (cycles|ns) [0-9]+ min-(cycles|ns) $num faults/thread\$" "$BUILD/bench-startup" --threads 4 --serial
-check "scaling" "^Benchmarkfixed_block_scaling-2 [0-9]+ $num ns/op\$" "$BUILD/bench-scaling" --quick --cpu 1,2
-check "scaling deep loop" "^Benchmarkfixed_block_scaling_deep [0-9]+ $num ns/op\$" "$BUILD/bench-scaling" --deep --mode loop --benchtime 20x --cpu 1
+check "scaling" "^Benchmarkfixed_block_scaling-2 [0-9]+ $num ns/op $num cpu-ns/op\$" "$BUILD/bench-scaling" --quick --cpu 1,2
+check "scaling deep loop" "^Benchmarkfixed_block_scaling_deep [0-9]+ $num ns/op $num cpu-ns/op\$" "$BUILD/bench-scaling" --deep --mode loop --benchtime 20x --cpu 1
 check "commit" "^Benchmarkcommit 1 -?[0-9]+ vmdata-kB -?[0-9]+ rss-kB" "$BUILD/bench-commit"
 check "fastpath" "^Benchmarkfastpath_remote_32768 [0-9]+ $num ns/op\$" "$BUILD/bench-fastpath" --quick --runs 1 --n 10000
 check "cgloop" "" "$BUILD/bench-cgloop" b 1000
