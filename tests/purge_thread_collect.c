@@ -14,11 +14,6 @@
 #define MiB ((size_t)1 << 20)
 #define NB 64
 
-static void pause_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-  nanosleep(&ts, NULL);
-}
-
 static void churn(void) {
   static void *b[NB];
   for (int i = 0; i < NB; i++) {
@@ -36,7 +31,7 @@ static void churn(void) {
 static long threads_within(long want, long ms) {
   long t = tu_status_kb("Threads");
   for (long waited = 0; t != want && waited < ms; waited += 10) {
-    pause_ms(10);
+    tu_sleep_ms(10);
     t = tu_status_kb("Threads");
   }
   return t;
@@ -45,9 +40,7 @@ static long threads_within(long want, long ms) {
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   tu_require_lithe();
-  const char *d = getenv("LITHE_PURGE_DELAY_MS");
-  long delay = d ? atol(d) : 1000;
-  CHECKF(delay > 0, "needs LITHE_PURGE_DELAY_MS > 0 (got %s)", d ? d : "unset");
+  long delay = tu_purge_delay_ms();
   CHECKF(tu_status_kb("Threads") == 1, "Threads: %ld at the start", tu_status_kb("Threads"));
 
   churn();

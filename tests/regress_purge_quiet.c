@@ -19,17 +19,10 @@
 #define NB 128
 #define NS 20000
 
-static void pause_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-  nanosleep(&ts, NULL);
-}
-
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   tu_require_lithe();
-  const char *d = getenv("LITHE_PURGE_DELAY_MS");
-  long delay = d ? atol(d) : 1000;
-  CHECKF(delay > 0, "needs LITHE_PURGE_DELAY_MS > 0 (got %s)", d ? d : "unset");
+  long delay = tu_purge_delay_ms();
   static void *big[NB], *small[NS], *huge[2];
   long base = tu_status_kb("RssAnon");
   for (int i = 0; i < NB; i++) {
@@ -56,14 +49,14 @@ int main(void) {
   long first = tu_status_kb("RssAnon"), now = first;
   double limit = delay / 1000.0 + 3.0; /* generous for a loaded machine */
   while (now - base > 8 * 1024 && tu_now() - t0 < limit) {
-    pause_ms(20);
+    tu_sleep_ms(20);
     now = tu_status_kb("RssAnon");
   }
   double took = tu_now() - t0;
   /* the thread exits once nothing waits: within a delay more */
   long threads = tu_status_kb("Threads");
   for (double t1 = tu_now(); threads != 1 && tu_now() - t1 < delay / 1000.0 + 2.0;) {
-    pause_ms(20);
+    tu_sleep_ms(20);
     threads = tu_status_kb("Threads");
   }
   printf("LITHE_PURGE_DELAY_MS=%ld: RssAnon at start %ld KiB, with 64 + 48 MiB live %ld KiB, "

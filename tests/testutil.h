@@ -2,6 +2,7 @@
  *
  *   CHECK(cond), CHECKF(cond, fmt, ...)  fail with file:line and exit(1)
  *   tu_status_kb("VmRSS")                 a /proc/self/status figure, in KiB
+ *   tu_purge_delay_ms, tu_sleep_ms        the test's purge delay; a pause
  *   tu_run_exec / tu_run_fn               run a child (exec'd or forked) with
  *                                         stdout/stderr captured, a timeout
  *                                         and its wait status
@@ -96,6 +97,20 @@ static inline long tu_status_kb(const char *key) {
   char buf[8192];
   if (!procstatus_read(buf, sizeof buf)) return -1;
   return procstatus_kb(buf, key);
+}
+
+/* LITHE_PURGE_DELAY_MS as the test's environment sets it (the purge
+ * tests need one above 0; 1000, lithe's default, if unset). */
+static inline long tu_purge_delay_ms(void) {
+  const char *d = getenv("LITHE_PURGE_DELAY_MS");
+  long delay = d ? atol(d) : 1000;
+  CHECKF(delay > 0, "needs LITHE_PURGE_DELAY_MS > 0 (got %s)", d ? d : "unset");
+  return delay;
+}
+
+static inline void tu_sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+  nanosleep(&ts, NULL);
 }
 
 /* Prints the mappings of this process holding more than min_kb of RSS
