@@ -808,31 +808,32 @@ static void span_free_remote(span_t *s, block_t *b) {
  * block to its own span's owner (give_back_list), and the double-free
  * scan walks every heap's bin (heaps_bin_has).  A first-class heap's
  * blocks never enter a thread's bin: lithe_heap_destroy frees its spans
- * whole, without looking at bins. */
+ * whole, without looking at bins (their bin_cls is 0, a bin that never
+ * has room).  The push is free_inline's own, and a full bin, like the
+ * owner's, is heap_bin_spill's; this path serves the slow paths
+ * (alloc.c's small_free) and the ThreadSanitizer build, where free_inline
+ * sends other heaps' blocks here so that a thread with no heap yet does
+ * not decrement the shared empty heap's rooms (a harmless race, which
+ * TSan would report). */
 void heap_free_remote(span_t *s, block_t *b) {
   heap_t *h = lithe_tls_heap;
-  heap_t *o = atomic_load_explicit(&s->owner, memory_order_relaxed);
-  if (likely(h != &lithe_empty_heap) && !(o && o->scoped)) {
-    unsigned c = s->cls;
-    block_t *head = h->bin[c];
-    if (unlikely(b == head)) { /* the head of our bin is free: its key was overwritten */
-      lithe_report("free", b, "double free");
-      return;
-    }
-    block_set_key(b, span_free_key(s));
-    if (likely(--h->bin_room[c] >= 0)) {
-      block_set_next(b, head);
-      h->bin[c] = b;
-      return;
-    }
-    h->bin_room[c]++; /* full: as heap_bin_spill, it may grow at the next refill */
-    h->bin_spilled[c] = 1;
+  block_set_key(b, span_free_key(s));
+  if (unlikely(h == &lithe_empty_heap)) {
     span_free_remote(s, b);
-    heap_decay(h);
     return;
   }
-  block_set_key(b, span_free_key(s));
-  span_free_remote(s, b);
+  unsigned c = s->bin_cls;
+  block_t *head = h->bin[c];
+  if (unlikely(b == head)) { /* the head of our bin is free: its key was overwritten */
+    lithe_report("free", b, "double free");
+    return;
+  }
+  if (likely(--h->bin_room[c] >= 0)) {
+    block_set_next(b, head);
+    h->bin[c] = b;
+    return;
+  }
+  heap_bin_spill(h, s, b);
 }
 
 /* ---- collection, thread exit ------------------------------------------- */
