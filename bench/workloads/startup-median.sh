@@ -13,6 +13,9 @@
 # preloaded.  Prints, per allocator, the median, quartiles and minimum of
 # the ticks from the barrier to the last free, and the median's ratio to
 # the first allocator's (tcmalloc first to compare with it).
+# floor=BUILD/libbench-floor.so adds a malloc that costs nothing (a bump
+# pointer, free does nothing): what is left is the benchmark's own work and
+# its threads' scheduling.
 set -eu
 here=$(dirname "$0")
 T=2 N=45 BUILD=build SERIAL=
