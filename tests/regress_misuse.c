@@ -49,6 +49,17 @@ static void announce(const void *p) {
   fflush(stdout);
 }
 
+/* free p, then write over its first 16 bytes, where a free block keeps
+ * its link and its key (a use after free); returns p, kept through sink so
+ * the compiler cannot drop the write */
+static char *free_then_smash(char *p) {
+  sink = p;
+  announce(p);
+  free(p);
+  memset(sink, 0x41, 16);
+  return sink;
+}
+
 /* A thread's first 8 small allocations come from a heap shared by all
  * threads (heap.c, HEAPLESS_ALLOCS); after these it has a heap of its own. */
 static void own_heap(void) {
@@ -65,24 +76,14 @@ static void *alloc_64(void *arg) {
 
 static void *realloc_freed_first(void *arg) { /* this thread's first allocation */
   (void)arg;
-  char *p = malloc(64);
-  sink = p;
-  announce(p);
-  free(p);
-  memset(sink, 0x41, 16); /* use after free: the link and the key */
-  char *q = realloc(sink, 200);
+  char *q = realloc(free_then_smash(malloc(64)), 200);
   printf("after: realloc gave %p\n", (void *)q);
   return NULL;
 }
 
 static int child(const char *name) {
   if (strcmp(name, "double_free_overwritten") == 0) {
-    char *p = malloc(64);
-    sink = p;
-    announce(p);
-    free(p);
-    memset(sink, 0x41, 16); /* use after free: the link and the key */
-    free(sink);
+    free(free_then_smash(malloc(64)));
     void *a = malloc(64), *b = malloc(64), *c = malloc(64);
     printf("after: %p %p %p%s\n", a, b, c, a == b || b == c || a == c ? " (handed out twice)" : "");
   } else if (strcmp(name, "usable_size_freed") == 0) {
@@ -109,11 +110,7 @@ static int child(const char *name) {
     void *p = NULL;
     own_heap(); /* this thread's bin of the class has room */
     CHECK(pthread_create(&t, NULL, alloc_64, NULL) == 0 && pthread_join(t, &p) == 0 && p);
-    sink = p;
-    announce(p);
-    free(p);
-    memset(sink, 0x41, 16); /* use after free: the link and the key */
-    char *q = realloc(sink, 200);
+    char *q = realloc(free_then_smash(p), 200);
     printf("after: realloc gave %p\n", (void *)q);
   } else if (strcmp(name, "double_free_xlarge") == 0) {
     char *p = malloc(40 << 20);
