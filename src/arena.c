@@ -73,11 +73,17 @@ static bool purger_stop;     /* lithe_collect(true): exit now             */
  * has gone (a program that gave everything back is single-threaded again
  * at once, not a delay later: unshare(CLONE_NEWUSER), Python 3.12's
  * warning at os.fork() in a multi-threaded process).  purger_life orders
- * its start and its join (never with pages_lock held); the next start
- * joins one that exited on its own, so at most one has not been joined. */
+ * its start and its join (never with pages_lock held).  One that exits on
+ * its own (nothing waits) detaches itself, since nobody may ever join it:
+ * a finished thread left joinable keeps its stack until joined, and TSan
+ * reports it as a thread leak at exit.  Its decision and purger_stop are
+ * both read and written under pages_lock, so exactly one of the two ends
+ * it: the thread (detached) or pages_purger_stop (joined). */
 static pthread_mutex_t purger_life = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t purger_tid;
-static bool purger_unjoined; /* purger_tid exited or runs, not yet joined */
+static bool purger_unjoined; /* purger_tid runs or exited, not yet joined or
+                                found detached (purger_life) */
+static bool purger_detached; /* it exited on its own, detached (pages_lock) */
 /* This thread holds purger_life: pthread_create allocates, and its malloc
  * or free may come back to pages_purger_poll, which must not wait on it. */
 static __thread bool purger_life_held __attribute__((tls_model("initial-exec")));
@@ -379,6 +385,10 @@ static void *purger_main(void *arg) {
     }
     purge_runs(now, false, SIZE_MAX); /* sets purge_due_ms from what stays */
   }
+  if (!purger_stop) { /* on its own: pages_purger_stop will not join it */
+    purger_detached = true;
+    pthread_detach(pthread_self());
+  }
   purger_running = false;
   pthread_mutex_unlock(&pages_lock);
   return NULL;
@@ -416,12 +426,15 @@ void pages_purger_poll(void) {
   pthread_mutex_lock(&pages_lock);
   bool go = !purger_running && !purger_off && !purger_stop && purge_due_ms != UINT64_MAX;
   if (go) purger_running = true;
-  atomic_store_explicit(&purger_wanted, false, memory_order_relaxed);
-  pthread_mutex_unlock(&pages_lock);
-  if (go && purger_unjoined) { /* the last one exited on its own */
-    pthread_join(purger_tid, NULL);
+  if (go && purger_detached) { /* the last one exited on its own */
+    purger_detached = false;
     purger_unjoined = false;
   }
+  atomic_store_explicit(&purger_wanted, false, memory_order_relaxed);
+  pthread_mutex_unlock(&pages_lock);
+  /* a thread ends detached or joined by pages_purger_stop, which holds
+   * purger_life throughout: none is left to join here */
+  lt_assert(!go || !purger_unjoined);
   if (!go) {
     purger_life_held = false;
     pthread_mutex_unlock(&purger_life);
@@ -461,10 +474,12 @@ void pages_purger_stop(void) {
     return;
   }
   pthread_mutex_lock(&pages_lock);
-  purger_stop = true;
+  bool detached = purger_detached; /* it exited on its own: not ours to join */
+  purger_detached = false;
+  purger_stop = !detached;
   if (purger_running) pthread_cond_signal(&purge_cond);
   pthread_mutex_unlock(&pages_lock);
-  pthread_join(purger_tid, NULL);
+  if (!detached) pthread_join(purger_tid, NULL);
   purger_unjoined = false;
   pthread_mutex_lock(&pages_lock);
   purger_stop = false;
@@ -479,6 +494,7 @@ void pages_fork_child(void) {
   purger_running = false;
   purger_stop = false;
   purger_unjoined = false; /* the parent's thread: not the child's to join */
+  purger_detached = false;
   pthread_mutex_init(&purger_life, NULL); /* (fork may have found it held) */
   purger_init();
   atomic_store_explicit(&purger_wanted, purge_due_ms != UINT64_MAX && !purger_off,
