@@ -1,0 +1,31 @@
+/* purge_exit — a purge thread that exits on its own is not left joinable.
+ *
+ * 32 MiB of page runs freed start the purge thread; once they are purged
+ * (LITHE_PURGE_DELAY_MS, 100 ms here) nothing waits and it exits on its
+ * own.  Nobody joins such a thread, so it must have detached itself: a
+ * finished joinable thread keeps its stack until joined, and TSan reports
+ * it as a thread leak when the process exits (the test then exits 66).
+ * CI's tsan_fork_threads caught it once, by chance of timing; this test
+ * makes it happen every run. */
+#include "testutil.h"
+
+#define MiB ((size_t)1 << 20)
+#define NB 64
+
+int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  static void *b[NB];
+  for (int i = 0; i < NB; i++) {
+    b[i] = malloc(MiB / 2);
+    CHECK(b[i] != NULL);
+    memset(b[i], 0x5a, MiB / 2);
+  }
+  for (int i = 0; i < NB; i++) free(b[i]);
+  void *p = malloc(64); /* a call with no lock held: the thread starts */
+  CHECK(p != NULL);
+  free(p);
+  long delay = tu_purge_delay_ms();
+  tu_sleep_ms(delay + 1000); /* purged, and the thread gone on its own */
+  printf("purge_exit: slept %ld ms past the purge; exiting with the thread gone\n", delay + 1000);
+  return 0;
+}
