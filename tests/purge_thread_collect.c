@@ -7,8 +7,8 @@
  * program that has given its memory back is single-threaded for what it
  * does next (unshare(CLONE_NEWUSER), fork without Python 3.12's warning).
  * Then the thread must start again for the next 32 MiB, exit on its own
- * once that is purged, and start once more (the start joins the one that
- * exited), with the memory purged each time. */
+ * once that is purged (detaching itself: nobody joins it), and start
+ * once more, with the memory purged each time. */
 #include "testutil.h"
 
 #define MiB ((size_t)1 << 20)
@@ -67,7 +67,7 @@ int main(void) {
   CHECKF(t == 1, "the purge thread did not exit once nothing waited (Threads: %ld)", t);
   CHECKF(rss_quiet < rss_freed - 16 * 1024, "RssAnon %ld -> %ld kB: not purged", rss_freed, rss_quiet);
 
-  churn(); /* this start joins the thread that exited on its own */
+  churn(); /* a new thread: the one that exited on its own had detached */
   t = tu_status_kb("Threads");
   printf("third time: Threads %ld\n", t);
   CHECKF(t == 2, "the purge thread did not start a third time (Threads: %ld)", t);
