@@ -12,16 +12,9 @@
 #include "testutil.h"
 
 #define MiB ((size_t)1 << 20)
-#define NB 64
 
 static void churn(void) {
-  static void *b[NB];
-  for (int i = 0; i < NB; i++) {
-    b[i] = malloc(MiB / 2);
-    CHECK(b[i] != NULL);
-    memset(b[i], 0x5a, MiB / 2);
-  }
-  for (int i = 0; i < NB; i++) free(b[i]);
+  tu_free_32mib_of_runs();
   void *p = malloc(MiB / 2); /* a call with no lock held: the thread starts */
   CHECK(p != NULL);
   free(p);

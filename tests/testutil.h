@@ -3,6 +3,7 @@
  *   CHECK(cond), CHECKF(cond, fmt, ...)  fail with file:line and exit(1)
  *   tu_status_kb("VmRSS")                 a /proc/self/status figure, in KiB
  *   tu_purge_delay_ms, tu_sleep_ms        the test's purge delay; a pause
+ *   tu_free_32mib_of_runs                 free enough to start the purge thread
  *   tu_run_exec / tu_run_fn               run a child (exec'd or forked) with
  *                                         stdout/stderr captured, a timeout
  *                                         and its wait status
@@ -111,6 +112,19 @@ static inline long tu_purge_delay_ms(void) {
 static inline void tu_sleep_ms(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
   nanosleep(&ts, NULL);
+}
+
+/* 32 MiB of page runs (64 blocks of 512 KiB, written) freed: enough to
+ * start the purge thread (16 MiB waiting), which a later call that holds
+ * no lock of lithe's does */
+static inline void tu_free_32mib_of_runs(void) {
+  static void *b[64];
+  for (int i = 0; i < 64; i++) {
+    b[i] = malloc((size_t)512 << 10);
+    CHECK(b[i] != NULL);
+    memset(b[i], 0x5a, (size_t)512 << 10);
+  }
+  for (int i = 0; i < 64; i++) free(b[i]);
 }
 
 /* Prints the mappings of this process holding more than min_kb of RSS

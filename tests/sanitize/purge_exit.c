@@ -9,18 +9,9 @@
  * makes it happen every run. */
 #include "testutil.h"
 
-#define MiB ((size_t)1 << 20)
-#define NB 64
-
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
-  static void *b[NB];
-  for (int i = 0; i < NB; i++) {
-    b[i] = malloc(MiB / 2);
-    CHECK(b[i] != NULL);
-    memset(b[i], 0x5a, MiB / 2);
-  }
-  for (int i = 0; i < NB; i++) free(b[i]);
+  tu_free_32mib_of_runs();
   void *p = malloc(64); /* a call with no lock held: the thread starts */
   CHECK(p != NULL);
   free(p);
