@@ -76,14 +76,12 @@ static bool purger_stop;     /* lithe_collect(true): exit now             */
  * its start and its join (never with pages_lock held).  One that exits on
  * its own (nothing waits) detaches itself, since nobody may ever join it:
  * a finished thread left joinable keeps its stack until joined, and TSan
- * reports it as a thread leak at exit.  Its decision and purger_stop are
- * both read and written under pages_lock, so exactly one of the two ends
- * it: the thread (detached) or pages_purger_stop (joined). */
+ * reports it as a thread leak at exit.  Under pages_lock the thread reads
+ * purger_stop and clears purger_running as it leaves, and
+ * pages_purger_stop reads purger_running and sets purger_stop: so it
+ * joins exactly the thread it stopped, and every other one has detached. */
 static pthread_mutex_t purger_life = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t purger_tid;
-static bool purger_unjoined; /* purger_tid runs or exited, not yet joined or
-                                found detached (purger_life) */
-static bool purger_detached; /* it exited on its own, detached (pages_lock) */
 /* This thread holds purger_life: pthread_create allocates, and its malloc
  * or free may come back to pages_purger_poll, which must not wait on it. */
 static __thread bool purger_life_held __attribute__((tls_model("initial-exec")));
@@ -385,10 +383,7 @@ static void *purger_main(void *arg) {
     }
     purge_runs(now, false, SIZE_MAX); /* sets purge_due_ms from what stays */
   }
-  if (!purger_stop) { /* on its own: pages_purger_stop will not join it */
-    purger_detached = true;
-    pthread_detach(pthread_self());
-  }
+  if (!purger_stop) pthread_detach(pthread_self()); /* on its own: nobody joins it */
   purger_running = false;
   pthread_mutex_unlock(&pages_lock);
   return NULL;
@@ -426,15 +421,8 @@ void pages_purger_poll(void) {
   pthread_mutex_lock(&pages_lock);
   bool go = !purger_running && !purger_off && !purger_stop && purge_due_ms != UINT64_MAX;
   if (go) purger_running = true;
-  if (go && purger_detached) { /* the last one exited on its own */
-    purger_detached = false;
-    purger_unjoined = false;
-  }
   atomic_store_explicit(&purger_wanted, false, memory_order_relaxed);
   pthread_mutex_unlock(&pages_lock);
-  /* a thread ends detached or joined by pages_purger_stop, which holds
-   * purger_life throughout: none is left to join here */
-  lt_assert(!go || !purger_unjoined);
   if (!go) {
     purger_life_held = false;
     pthread_mutex_unlock(&purger_life);
@@ -451,9 +439,7 @@ void pages_purger_poll(void) {
   errno = saved;
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   pthread_attr_destroy(&attr);
-  if (rc == 0) {
-    purger_unjoined = true;
-  } else {
+  if (rc != 0) {
     pthread_mutex_lock(&pages_lock);
     purger_running = false;
     purger_off = true; /* the calls into lithe purge, as without it */
@@ -469,18 +455,16 @@ void pages_purger_poll(void) {
 void pages_purger_stop(void) {
   if (purger_life_held) return;
   pthread_mutex_lock(&purger_life);
-  if (!purger_unjoined) {
+  pthread_mutex_lock(&pages_lock);
+  if (!purger_running) { /* none, or one that has detached */
+    pthread_mutex_unlock(&pages_lock);
     pthread_mutex_unlock(&purger_life);
     return;
   }
-  pthread_mutex_lock(&pages_lock);
-  bool detached = purger_detached; /* it exited on its own: not ours to join */
-  purger_detached = false;
-  purger_stop = !detached;
-  if (purger_running) pthread_cond_signal(&purge_cond);
+  purger_stop = true;
+  pthread_cond_signal(&purge_cond);
   pthread_mutex_unlock(&pages_lock);
-  if (!detached) pthread_join(purger_tid, NULL);
-  purger_unjoined = false;
+  pthread_join(purger_tid, NULL);
   pthread_mutex_lock(&pages_lock);
   purger_stop = false;
   if (!purger_off && purge_due_ms != UINT64_MAX) /* freed since: a thread again */
@@ -493,8 +477,6 @@ void pages_purger_stop(void) {
 void pages_fork_child(void) {
   purger_running = false;
   purger_stop = false;
-  purger_unjoined = false; /* the parent's thread: not the child's to join */
-  purger_detached = false;
   pthread_mutex_init(&purger_life, NULL); /* (fork may have found it held) */
   purger_init();
   atomic_store_explicit(&purger_wanted, purge_due_ms != UINT64_MAX && !purger_off,
