@@ -201,8 +201,10 @@ void *lt_realloc(void *p, size_t n) {
     /* stay in place unless shrinking below half the block */
     if (n <= usable && (n > usable / 2 || usable <= 16)) return p;
   } else {
-    /* a sampled block: counted anew (prof.c) */
-    void *q = likely(s->prof == NULL) ? large_realloc(s, lt_vg_pad(n)) : prof_realloc(s, lt_vg_pad(n), n);
+    /* while sampling, a sampled block is counted anew and an unsampled
+     * one's growth is charged (prof.c) */
+    void *q = likely(s->prof == NULL && prof_mode != PROF_SAMPLE) ? large_realloc(s, lt_vg_pad(n))
+                                                                 : prof_realloc(s, lt_vg_pad(n), n, usable);
     if (q) { /* valgrind build: always in place (large_realloc) */
       lt_vg_resized(q, usable, usable_of(s));
       return q;

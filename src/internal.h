@@ -703,7 +703,7 @@ static inline bool prof_heapless(unsigned cls) {
 }
 void *prof_alloc(size_t n, size_t align, bool zero) INTERNAL; /* a sampled allocation */
 void prof_free(span_t *s) INTERNAL;        /* s->prof != NULL */
-void *prof_realloc(span_t *s, size_t bytes, size_t n) INTERNAL; /* s->prof != NULL: in place, or NULL */
+void *prof_realloc(span_t *s, size_t bytes, size_t n, size_t old) INTERNAL; /* sampling: in place, or NULL */
 void *prof_malloc(size_t n, heap_t *h) INTERNAL; /* prof_due: sample, or allocate as usual */
 /* The hook every allocation passes: one subtract and one compare; true
  * when the sampling interval ran out (prof_tick_slow decides whether to
