@@ -299,7 +299,10 @@ void lt_collect(bool force) {
   heap_collect(lithe_tls_heap, force);
   heaps_collect_abandoned();
   pages_collect(force);
-  if (force) pages_purger_stop(); /* nothing waits: the purge thread goes */
+  if (force) {
+    meta_collect(); /* after pages_collect, whose merges free descriptors */
+    pages_purger_stop(); /* nothing waits: the purge thread goes */
+  }
 }
 
 int lt_malloc_trim(size_t pad) {

@@ -668,6 +668,7 @@ size_t pages_collect(bool force) {
       char *top = (char *)align_up((uintptr_t)t->start, os_page_size());
       if (top >= a->bump) continue;
       bin_remove(t);
+      pagemap_forget(top, (size_t)(a->bump - top)); /* and its map's pages */
       a->bump = top;
       if (top > t->start) {
         t->bytes = (size_t)(top - t->start);

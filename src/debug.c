@@ -237,6 +237,7 @@ bool lithe_fault_meta(const char *what) { return fault(&faults[1], what); }
 void lithe_verify(void) {
   pages_verify();
   heap_verify(lithe_tls_heap);
+  meta_verify();
 }
 #endif
 

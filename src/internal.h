@@ -539,6 +539,7 @@ static inline uintptr_t pagemap_span_entry(const span_t *s) {
 bool pagemap_ensure(const void *p, size_t size) INTERNAL;  /* commit L2 for range */
 void pagemap_set(const void *p, size_t npages, span_t *s) INTERNAL;
 void pagemap_set_one(const void *p, span_t *s) INTERNAL;
+void pagemap_forget(const void *p, size_t size) INTERNAL; /* no span there now */
 bool pagemap_level_sparse(size_t i1) INTERNAL; /* white-box test */
 
 static inline span_t *pagemap_lookup(const void *p) {
@@ -551,9 +552,11 @@ static inline span_t *pagemap_lookup(const void *p) {
 }
 
 /* meta.c: fixed metadata (span descriptors, heaps, arenas) */
-void *meta_alloc(size_t size) INTERNAL;   /* zeroed, never returned to OS */
+void *meta_alloc(size_t size) INTERNAL;   /* zeroed, never returned to the OS */
 span_t *span_desc_alloc(void) INTERNAL;
 void span_desc_free(span_t *s) INTERNAL;
+size_t meta_collect(void) INTERNAL;       /* lithe_collect(true): free descriptor pages back */
+size_t meta_purged_bytes(void) INTERNAL;  /* descriptor pages given back now */
 
 /* sizeclass.c */
 extern const uint8_t class_lut[LUT_ENTRIES] INTERNAL;
@@ -723,6 +726,7 @@ extern __thread bool lithe_tls_init_thread INTERNAL __attribute__((tls_model("in
 void pages_verify(void) INTERNAL;
 void heap_verify(heap_t *h) INTERNAL;
 void lithe_verify(void) INTERNAL;
+void meta_verify(void) INTERNAL;
 #endif
 
 /* list helpers */

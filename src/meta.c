@@ -1,45 +1,111 @@
 /* meta.c — lithe's own metadata: span descriptors, thread heaps, arena
  * records, pagemap bitmaps.  Bump-allocated from 64 KiB read/write chunks
- * that are never returned (descriptors are recycled through a free list),
- * so a stale pointer to a descriptor always points at readable memory:
- * the pagemap's lookups of bad pointers rely on that. */
+ * that are never unmapped, so a stale pointer to a descriptor always
+ * points at readable memory: the pagemap's lookups of bad pointers rely
+ * on that.
+ *
+ * Span descriptors live in whole OS pages of their own (taken from the
+ * top of a chunk, while the other metadata bumps up from its bottom) and
+ * are recycled through a free list.  A program that once had a big heap
+ * has many descriptors free at the end: medium (~1 GiB of 1-8 KiB
+ * blocks) left 7.1 MB of them resident after lithe_collect(true), against
+ * the 128 kB glibc's malloc_trim(0) leaves of the whole process.  So
+ * lithe_collect(true) (meta_collect) gives back the pages whose
+ * descriptors are all free: it sorts the free list by address, purges
+ * (MADV_DONTNEED, os_purge) every page it covers whole, and keeps those
+ * pages on a list of purged ranges that descriptor allocation carves
+ * before it takes fresh pages.  A purged page stays mapped and reads as
+ * zero, and a zeroed descriptor means "no block here" to every reader of
+ * a stale pagemap entry, as a freed one (SPAN_DEAD, bytes 0, carved_lim
+ * 0) does:
+ *   - free()'s carved test (off * div_magic < carved_lim) fails on
+ *     carved_lim 0, so the pointer goes to free_slow;
+ *   - checked_span then sees kind SPAN_FREE with start NULL: bad_pointer
+ *     reports "double free (its pages are already free)" for a page start
+ *     and "pointer not allocated by lithe" otherwise, with the address,
+ *     exactly as for a SPAN_DEAD descriptor (bytes 0: no range holds p);
+ *   - the page heap's free_neighbour wants kind SPAN_FREE, its own arena
+ *     and bytes != 0 (arena NULL, bytes 0 here);
+ *   - the bin scans (heap_bin_has) and prof.c's block_live want a small
+ *     span or a live block (carved_lim 0, kind SPAN_FREE: neither).
+ * A recycled descriptor is zeroed by span_desc_alloc outside any lock
+ * already, so every reader met zero descriptors before this too.  Only
+ * fully free pages go: a descriptor in use, or being freed (written
+ * before it joins the list), is never on a purged page. */
 #include <string.h>
 #include "internal.h"
 
-/* 64 KiB: one chunk holds ~400 span descriptors; a program with a tiny heap
- * commits one chunk (seed 000: commit proportional to the heap). */
+/* 64 KiB: one chunk holds 192 span descriptors (320 bytes each, 12 to a
+ * 4 KiB page); a program with a tiny heap commits one chunk (commit
+ * proportional to the heap). */
 #define META_CHUNK ((size_t)64 * KiB)
 
+/* A descriptor page holds ps / sizeof(span_t) descriptors from its start
+ * and leaves the rest (256 bytes of a 4 KiB page) unused, so that no
+ * descriptor straddles two pages and a page whose descriptors are all free
+ * can go back alone. */
+_Static_assert(sizeof(span_t) % CACHE_LINE == 0 && sizeof(span_t) <= 4096,
+               "descriptors are whole cache lines, several to an OS page");
+static size_t desc_page_bytes(void) { return os_page_size() / sizeof(span_t) * sizeof(span_t); }
+
 pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER;
-static char *meta_cur, *meta_end;
-static span_t *span_free_list;
+static char *meta_cur, *meta_end;      /* the chunk: other metadata bumps up
+                                          from meta_cur, descriptor pages come
+                                          down from meta_end */
+static char *desc_cur, *desc_end;      /* the descriptor page being carved */
+static span_t *span_free_list;         /* freed descriptors, kind SPAN_DEAD */
+static size_t span_free_count;         /* ... on it */
+static size_t span_freed_since;        /* descriptors freed since the last meta_collect */
+
+/* Descriptor pages given back (purged), carved before fresh ones.  The
+ * nodes are metadata of their own, recycled (node_free). */
+typedef struct desc_range_s {
+  char *start;
+  size_t bytes;
+  struct desc_range_s *next;
+} desc_range_t;
+static desc_range_t *purged_ranges, *node_free;
+static _Atomic size_t purged_meta; /* bytes of descriptor pages purged now */
+
+static size_t chunk_bytes(void) {
+  size_t ps = os_page_size();
+  return ps > META_CHUNK ? ps : META_CHUNK;
+}
+
+/* A fresh chunk of `size` bytes (a multiple of chunk_bytes()). */
+static char *chunk_map(size_t size) {
+  size_t mapped;
+  void *base;
+#if LITHE_SECURE
+  /* Hardened build: a PROT_NONE guard page on each side of a metadata
+   * chunk, so a linear overflow from a neighbouring mapping (a large or
+   * xlarge object) faults before it reaches descriptors or heaps. */
+  size_t guard = os_page_size();
+  char *g = os_map(size + 2 * guard, 0, &mapped, &base);
+  if (!g) return NULL;
+  os_decommit(g, guard);
+  os_decommit(g + guard + size, guard);
+  char *p = g + guard;
+  mapped = size;
+#else
+  char *p = os_map(size, 0, &mapped, &base);
+  if (!p) return NULL;
+#endif
+  atomic_fetch_add_explicit(&os_stats.metadata, mapped, memory_order_relaxed);
+  lt_vg_hide(p, mapped);
+  return p;
+}
 
 static void *meta_alloc_locked(size_t size) {
   lt_assert_held(&meta_lock);
   size = align_up(size, 64); /* cache-line aligned: no false sharing */
   if ((size_t)(meta_end - meta_cur) < size) {
-    size_t chunk = size > META_CHUNK ? align_up(size, META_CHUNK) : META_CHUNK;
-    size_t mapped;
-    void *base;
-#if LITHE_SECURE
-    /* Hardened build: a PROT_NONE guard page on each side of a metadata
-     * chunk, so a linear overflow from a neighbouring mapping (a large or
-     * xlarge object) faults before it reaches descriptors or heaps. */
-    size_t guard = os_page_size();
-    char *g = os_map(chunk + 2 * guard, 0, &mapped, &base);
-    if (!g) return NULL;
-    os_decommit(g, guard);
-    os_decommit(g + guard + chunk, guard);
-    char *p = g + guard;
-    mapped = chunk;
-#else
-    char *p = os_map(chunk, 0, &mapped, &base);
+    size_t unit = chunk_bytes();
+    size_t chunk = size > unit ? align_up(size, unit) : unit;
+    char *p = chunk_map(chunk);
     if (!p) return NULL;
-#endif
-    atomic_fetch_add_explicit(&os_stats.metadata, mapped, memory_order_relaxed);
-    lt_vg_hide(p, mapped);
     meta_cur = p;
-    meta_end = p + mapped;
+    meta_end = p + chunk;
   }
   void *r = meta_cur;
   meta_cur += size;
@@ -56,14 +122,53 @@ void *meta_alloc(size_t size) {
   return p;
 }
 
+/* A page of zeroed memory for descriptors: a purged one if any (it reads
+ * as zero again), else the top page of the chunk, else a fresh chunk. */
+static bool desc_page_new(void) {
+  lt_assert_held(&meta_lock);
+  size_t ps = os_page_size();
+  desc_range_t *r = purged_ranges;
+  if (r) {
+    desc_cur = r->start;
+    desc_end = r->start + desc_page_bytes();
+    r->start += ps;
+    r->bytes -= ps;
+    if (!r->bytes) {
+      purged_ranges = r->next;
+      r->next = node_free;
+      node_free = r;
+    }
+    atomic_fetch_sub_explicit(&purged_meta, ps, memory_order_relaxed);
+    atomic_fetch_add_explicit(&os_stats.metadata, ps, memory_order_relaxed);
+    return true;
+  }
+  if ((size_t)(meta_end - meta_cur) < ps) {
+    size_t chunk = chunk_bytes();
+    char *p = chunk_map(chunk);
+    if (!p) return false;
+    meta_cur = p; /* the old chunk's rest (under a page) goes unused */
+    meta_end = p + chunk;
+  }
+  meta_end -= ps;
+  desc_cur = meta_end;
+  desc_end = meta_end + desc_page_bytes();
+  return true;
+}
+
 span_t *span_desc_alloc(void) {
 #if LITHE_DEBUG
   if (lithe_fault_meta("span descriptor allocation")) return NULL; /* LITHE_FAULT_META=N */
 #endif
   pthread_mutex_lock(&meta_lock);
   span_t *s = span_free_list;
-  if (s) span_free_list = s->next;
-  else s = meta_alloc_locked(sizeof(span_t));
+  if (s) {
+    lt_assert_v(s->kind == SPAN_DEAD, (uintptr_t)s);
+    span_free_list = s->next;
+    span_free_count--;
+  } else if (desc_cur < desc_end || desc_page_new()) {
+    s = (span_t *)desc_cur;
+    desc_cur += sizeof(span_t);
+  }
   pthread_mutex_unlock(&meta_lock);
   if (s) memset(s, 0, sizeof *s);
   return s;
@@ -76,5 +181,148 @@ void span_desc_free(span_t *s) {
   pthread_mutex_lock(&meta_lock);
   s->next = span_free_list;
   span_free_list = s;
+  span_free_count++;
+  span_freed_since++;
   pthread_mutex_unlock(&meta_lock);
 }
+
+/* In-place heapsort of n addresses, ascending: meta_collect's sort runs
+ * under meta_lock and may not allocate (qsort may call malloc). */
+static void sift_down(uintptr_t *a, size_t root, size_t n) {
+  for (;;) {
+    size_t c = 2 * root + 1;
+    if (c >= n) return;
+    if (c + 1 < n && a[c + 1] > a[c]) c++;
+    if (a[root] >= a[c]) return;
+    uintptr_t t = a[root];
+    a[root] = a[c];
+    a[c] = t;
+    root = c;
+  }
+}
+
+static void sort_addrs(uintptr_t *a, size_t n) {
+  for (size_t k = n / 2; k-- > 0;) sift_down(a, k, n);
+  while (n > 1) {
+    uintptr_t t = a[0];
+    a[0] = a[--n];
+    a[n] = t;
+    sift_down(a, 0, n);
+  }
+}
+
+/* Record [start, start + bytes) as purged: a node, or false if none. */
+static bool range_add(char *start, size_t bytes) {
+  desc_range_t *r = node_free;
+  if (r) node_free = r->next;
+  else if (!(r = meta_alloc_locked(sizeof *r))) return false;
+  r->start = start;
+  r->bytes = bytes;
+  r->next = purged_ranges;
+  purged_ranges = r;
+  return true;
+}
+
+/* lithe_collect(true): give back every descriptor page whose descriptors
+ * are all free.  Returns the bytes purged. */
+size_t meta_collect(void) {
+  size_t ps = os_page_size(), per_page = ps / sizeof(span_t), purged = 0;
+  pthread_mutex_lock(&meta_lock);
+  if (!span_freed_since || span_free_count < per_page) {
+    pthread_mutex_unlock(&meta_lock);
+    return 0;
+  }
+  /* the free list's addresses, sorted, in a mapping of its own (it must
+   * not come from lithe's heap: meta_lock is held) */
+  size_t n = span_free_count, mapped;
+  void *base;
+  uintptr_t *a = os_map(n * sizeof *a, 0, &mapped, &base);
+  if (!a) {
+    pthread_mutex_unlock(&meta_lock);
+    return 0;
+  }
+  size_t i = 0;
+  for (span_t *s = span_free_list; s; s = s->next) a[i++] = (uintptr_t)s;
+  lt_assert_cmp(i, ==, n);
+  sort_addrs(a, n);
+  /* runs of whole free pages: purged, and taken out of the array (0) */
+  char *run = NULL, *run_end = NULL;
+  size_t run_first = 0; /* index of the run's first descriptor */
+  for (i = 0; i <= n; i++) {
+    char *page = i < n ? (char *)(a[i] & ~(uintptr_t)(ps - 1)) : NULL;
+    bool whole = i + per_page <= n && a[i] == (uintptr_t)page &&
+                 a[i + per_page - 1] == (uintptr_t)page + (per_page - 1) * sizeof(span_t);
+    if (whole && page == run_end) { /* extends the run */
+      run_end += ps;
+      i += per_page - 1;
+      continue;
+    }
+    if (run && range_add(run, (size_t)(run_end - run))) {
+      if (os_purge(run, (size_t)(run_end - run))) {
+        memset(&a[run_first], 0, (size_t)(run_end - run) / ps * per_page * sizeof *a);
+        purged += (size_t)(run_end - run);
+      } else {
+        /* kept (madvise refused): the node back, and the descriptors
+         * rewritten whole, in case a part of the run was dropped */
+        desc_range_t *r = purged_ranges;
+        purged_ranges = r->next;
+        r->next = node_free;
+        node_free = r;
+        for (size_t k = run_first; k < i; k++) {
+          memset((void *)a[k], 0, sizeof(span_t));
+          ((span_t *)a[k])->kind = SPAN_DEAD;
+        }
+      }
+    }
+    run = run_end = NULL;
+    if (whole) {
+      run = page;
+      run_end = page + ps;
+      run_first = i;
+      i += per_page - 1;
+    }
+  }
+  /* the free list again, lowest address first (so the low pages fill up
+   * and the high ones stay free for the next collection) */
+  span_t *head = NULL;
+  size_t kept = 0;
+  for (i = n; i-- > 0;) {
+    if (!a[i]) continue;
+    span_t *s = (span_t *)a[i];
+    s->next = head;
+    head = s;
+    kept++;
+  }
+  span_free_list = head;
+  span_free_count = kept;
+  span_freed_since = 0;
+  atomic_fetch_add_explicit(&purged_meta, purged, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&os_stats.metadata, purged, memory_order_relaxed);
+  pthread_mutex_unlock(&meta_lock);
+  os_unmap(a, mapped);
+  return purged;
+}
+
+size_t meta_purged_bytes(void) { return atomic_load_explicit(&purged_meta, memory_order_relaxed); }
+
+#if LITHE_DEBUG
+/* Debug: the free list holds span_free_count descriptors, all SPAN_DEAD,
+ * none inside a purged range, which are whole pages (lithe_verify). */
+void meta_verify(void) {
+  size_t ps = os_page_size(), n = 0, ranged = 0;
+  pthread_mutex_lock(&meta_lock);
+  for (desc_range_t *r = purged_ranges; r; r = r->next) {
+    lt_assert_v(((uintptr_t)r->start & (ps - 1)) == 0 && r->bytes && r->bytes % ps == 0, (uintptr_t)r->start);
+    ranged += r->bytes;
+  }
+  lt_assert_cmp(ranged, ==, meta_purged_bytes());
+  for (span_t *s = span_free_list; s; s = s->next) {
+    lt_assert_v(s->kind == SPAN_DEAD && s->bytes == 0, (uintptr_t)s);
+    for (desc_range_t *r = purged_ranges; r; r = r->next)
+      lt_assert_v((char *)s < r->start || (char *)s >= r->start + r->bytes, (uintptr_t)s);
+    n++;
+  }
+  lt_assert_cmp(n, ==, span_free_count);
+  pthread_mutex_unlock(&meta_lock);
+}
+#endif

@@ -189,6 +189,49 @@ void pagemap_set(const void *p, size_t npages, span_t *s) {
   if (unlikely(lock)) pthread_mutex_unlock(&pagemap_lock);
 }
 
+/* Entries [from, to) of one committed piece to 0, each written only if it
+ * is not 0 already: a purged page of the map stays unfaulted. */
+static void entries_clear(uintptr_t *from, uintptr_t *to) {
+  for (uintptr_t *e = from; e < to; e++)
+    if (*e) *e = 0;
+}
+
+/* [p, p+size) holds no span any more: an arena's top given back by
+ * lithe_collect(true) (arena.c, pages_lock held).  Its entries read 0,
+ * "not lithe's", as they did before the pages were first handed out, and
+ * the whole OS pages of the map among them are purged: a 64 MiB arena
+ * emptied by the program kept its 64 KiB of map resident (medium, ~1 GiB
+ * of 1-8 KiB blocks freed, 19 arenas: 1.2 MB of the 1.4 MB lithe still
+ * held after lithe_collect(true)).  Nothing of lithe's reads an entry
+ * above an arena's bump pointer, and a stale one named a freed
+ * descriptor: free() of such a pointer was reported as misuse and still
+ * is. */
+void pagemap_forget(const void *p, size_t size) {
+  uintptr_t page = (uintptr_t)p >> PAGE_SHIFT, end = page + (size >> PAGE_SHIFT);
+  uintptr_t ps = os_page_size();
+  bool lock = atomic_load_explicit(&any_sparse, memory_order_relaxed);
+  if (unlikely(lock)) pthread_mutex_lock(&pagemap_lock);
+  while (page < end) {
+    size_t i1 = page >> (L1_SHIFT - PAGE_SHIFT), i2 = page & (L2_COUNT - 1);
+    uintptr_t stop = (page | (PIECE_ENTRIES - 1)) + 1; /* this piece's end */
+    if (stop > end) stop = end;
+    uintptr_t *l2 = (uintptr_t *)pagemap_level(i1);
+    if (l2 && piece_used(l2_pieces[i1], i2 / PIECE_ENTRIES)) {
+      uintptr_t *from = &l2[i2], *to = from + (stop - page);
+      uintptr_t *lo = (uintptr_t *)align_up((uintptr_t)from, ps);
+      uintptr_t *hi = (uintptr_t *)((uintptr_t)to & ~(ps - 1));
+      if (lo < hi && os_purge(lo, (size_t)((char *)hi - (char *)lo))) {
+        entries_clear(from, lo);
+        entries_clear(hi, to);
+      } else {
+        entries_clear(from, to);
+      }
+    }
+    page = stop;
+  }
+  if (unlikely(lock)) pthread_mutex_unlock(&pagemap_lock);
+}
+
 /* For the white-box test: whether level i1 maps only its pieces in use. */
 bool pagemap_level_sparse(size_t i1) {
   pthread_mutex_lock(&pagemap_lock);

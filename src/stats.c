@@ -24,6 +24,7 @@ LITHE_API void lithe_stats_get(lithe_stats_t *out) {
   out->arenas = pages_arena_count();
   out->purged = pages_purged_bytes();
   pthread_mutex_unlock(&pages_lock);
+  out->purged += meta_purged_bytes(); /* descriptor pages (meta.c) */
   heaps_stats(&out->heaps_live, &out->heaps_created, &out->spans_small, &out->spans_abandoned);
 }
 

@@ -21,6 +21,14 @@ lithe_add_test(sizeclass_table SOURCES sanitize/sizeclass_table.c LINK static TI
                ARGS ${PROJECT_SOURCE_DIR}/src/sizeclass.c)
 target_include_directories(test-sizeclass_table PRIVATE ${PROJECT_SOURCE_DIR}/src)
 
+# descriptor pages given back by lithe_collect(true); stale pointers into
+# them still reported (white box; the Debug build also runs lithe_verify)
+lithe_add_test(regress_meta_purge SOURCES sanitize/regress_meta_purge.c LINK static TIMEOUT 60)
+target_include_directories(test-regress_meta_purge PRIVATE ${PROJECT_SOURCE_DIR}/src)
+if(CMAKE_BUILD_TYPE STREQUAL "Debug" OR LITHE_DEBUG)
+  target_compile_definitions(test-regress_meta_purge PRIVATE LITHE_DEBUG=1)
+endif()
+
 # a sparse pagemap level whose next piece's place is taken (white box)
 lithe_add_test(regress_pagemap_sparse SOURCES sanitize/regress_pagemap_sparse.c LINK static TIMEOUT 60)
 target_include_directories(test-regress_pagemap_sparse PRIVATE ${PROJECT_SOURCE_DIR}/src)
