@@ -28,6 +28,7 @@
 
 static char *blk[NBLK];
 static char *guard;
+static long rss_before, rss_after; /* RssAnon around the collection, kB */
 
 /* the descriptor of block NBLK - 10 before the frees (the stale one) */
 static span_t *setup(lithe_stats_t *before, lithe_stats_t *after) {
@@ -42,7 +43,9 @@ static span_t *setup(lithe_stats_t *before, lithe_stats_t *after) {
          (void *)guard, (void *)mid);
   for (int i = 0; i < NBLK; i++) free(blk[i]);
   lithe_stats_get(before);
+  rss_before = tu_status_kb("RssAnon");
   lithe_collect(true);
+  rss_after = tu_status_kb("RssAnon");
   lithe_stats_get(after);
   return d;
 }
@@ -85,15 +88,13 @@ int main(int argc, char **argv) {
   tu_require_lithe();
   size_t ps = os_page_size();
   lithe_stats_t before, after;
-  long rss0 = tu_status_kb("RssAnon");
   span_t *d = setup(&before, &after);
-  long rss1 = tu_status_kb("RssAnon");
   char *page = (char *)((uintptr_t)d & ~(uintptr_t)(ps - 1));
   unsigned char vec = 1;
   CHECK(mincore(page, ps, &vec) == 0);
   printf("%d descriptors freed: metadata %zu -> %zu bytes, purged %zu -> %zu bytes; RssAnon %ld -> %ld kB; "
          "descriptor page %p resident: %d\n",
-         NBLK, before.metadata, after.metadata, before.purged, after.purged, rss0, rss1, (void *)page, vec & 1);
+         NBLK, before.metadata, after.metadata, before.purged, after.purged, rss_before, rss_after, (void *)page, vec & 1);
   /* NBLK descriptors fill NBLK / (ps / sizeof(span_t)) pages: nearly all go */
   size_t want = (size_t)(NBLK - 100) / (ps / sizeof(span_t)) * ps;
   CHECKF(before.metadata - after.metadata >= want, "metadata fell by %zu bytes, want >= %zu",
