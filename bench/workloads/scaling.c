@@ -22,6 +22,14 @@
  * threads waited for a CPU (on C cores with P > C it stays flat where the
  * wall figure stops falling: more threads than cores is contention, not
  * parallelism).
+ *
+ * Batch mode also times each batch of 1000 ops on the thread that runs it
+ * and prints, after the Benchmark line, the fastest and the median batch
+ * of the run (`# batches: ...`, ns per op of one thread): the fastest is
+ * the op's cost where no other job took the CPU or its caches, steady
+ * within a few per cent from run to run on a loaded 2-core machine where
+ * ns/op wanders 30 % (docs/design.md, "Threads", compares it with a free
+ * list that does nothing else, build/libbench-floor-lifo.so).
  */
 #define _GNU_SOURCE
 #include "common.h"
@@ -47,6 +55,10 @@ static long g_grain;       /* loop mode chunk */
 static atomic_long g_next; /* next batch (batch mode) or next op (loop mode) */
 static atomic_long g_ops_done;
 static void ***g_stacks; /* per-thread block stacks, mmap'd */
+/* batch mode: each thread's batch times of the current run, ns per op */
+#define BATCH_SAMPLES 4096
+static float **g_batch_ns;
+static long *g_batch_n;
 
 static inline void one_op(void **stack) {
   long d = g_depth;
@@ -70,7 +82,11 @@ static void worker_run(int tid) {
       if (b >= nb) break;
       sched_yield();
       long lo = b * BATCH, hi = lo + BATCH < g_N ? lo + BATCH : g_N;
+      uint64_t t0 = bench_now_ns();
       for (long k = lo; k < hi; k++) one_op(stack);
+      uint64_t dt = bench_now_ns() - t0;
+      if (hi - lo == BATCH && g_batch_n[tid] < BATCH_SAMPLES)
+        g_batch_ns[tid][g_batch_n[tid]++] = (float)dt / BATCH;
       done += hi - lo;
     }
   } else {
@@ -106,6 +122,7 @@ static uint64_t g_cpu_ns; /* CPU time of the last run_n */
 
 static uint64_t run_n(long n) {
   g_N = n;
+  for (int t = 0; t < g_P; t++) g_batch_n[t] = 0;
   long g = n / (100L * g_P);
   g_grain = g < 1 ? 1 : g > 10000 ? 10000 : g;
   atomic_store(&g_next, 0);
@@ -117,6 +134,26 @@ static uint64_t run_n(long n) {
   g_cpu_ns = cpu_now_ns() - c0;
   if (atomic_load(&g_ops_done) != n) bench_die("ran %ld ops of %ld", atomic_load(&g_ops_done), n);
   return dt;
+}
+
+static int cmp_float(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The fastest and the median batch of the last run, all threads' together. */
+static void print_batches(void) {
+  long n = 0;
+  for (int t = 0; t < g_P; t++) n += g_batch_n[t];
+  if (n == 0) return; /* loop mode, or no whole batch */
+  float *all = bench_map((size_t)n * sizeof(float));
+  long k = 0;
+  for (int t = 0; t < g_P; t++)
+    for (long i = 0; i < g_batch_n[t]; i++) all[k++] = g_batch_ns[t][i];
+  qsort(all, (size_t)n, sizeof(float), cmp_float);
+  printf("# batches: %ld of %d ops, fastest %.1f median %.1f ns/op of a thread\n", n, BATCH,
+         (double)all[0], (double)all[n / 2]);
+  bench_unmap(all, (size_t)n * sizeof(float));
 }
 
 /* Go testing's predictN: aim 20 % past the goal, grow at most 100x. */
@@ -188,6 +225,9 @@ int main(int argc, char **argv) {
     pthread_t *th = bench_map((size_t)g_P * sizeof(pthread_t));
     g_stacks = bench_map((size_t)g_P * sizeof(void **));
     for (int t = 0; t < g_P; t++) g_stacks[t] = bench_map((size_t)g_depth * sizeof(void *));
+    g_batch_ns = bench_map((size_t)g_P * sizeof(float *));
+    g_batch_n = bench_map((size_t)g_P * sizeof(long));
+    for (int t = 0; t < g_P; t++) g_batch_ns[t] = bench_map(BATCH_SAMPLES * sizeof(float));
     pthread_barrier_init(&g_start, NULL, (unsigned)g_P + 1);
     pthread_barrier_init(&g_done, NULL, (unsigned)g_P + 1);
     atomic_store(&g_quit, 0);
@@ -214,6 +254,7 @@ int main(int argc, char **argv) {
       if (g_P > 1) snprintf(suffix, sizeof suffix, "-%d", g_P);
       printf("Benchmark%s%s %ld %.1f ns/op %.1f cpu-ns/op\n", name, suffix, n, (double)dt / (double)n,
              (double)g_cpu_ns / (double)n);
+      print_batches();
     }
 
     atomic_store(&g_quit, 1);
@@ -222,6 +263,9 @@ int main(int argc, char **argv) {
     pthread_barrier_destroy(&g_start);
     pthread_barrier_destroy(&g_done);
     for (int t = 0; t < g_P; t++) bench_unmap(g_stacks[t], (size_t)g_depth * sizeof(void *));
+    for (int t = 0; t < g_P; t++) bench_unmap(g_batch_ns[t], BATCH_SAMPLES * sizeof(float));
+    bench_unmap(g_batch_ns, (size_t)g_P * sizeof(float *));
+    bench_unmap(g_batch_n, (size_t)g_P * sizeof(long));
     bench_unmap(g_stacks, (size_t)g_P * sizeof(void **));
     bench_unmap(th, (size_t)g_P * sizeof(pthread_t));
   }

@@ -62,6 +62,7 @@ check "startup" "^Benchmarkstartup-8 1 [0-9]+ (cycles|ns) $num ns/op\$" "$BUILD/
 check "startup cold" "^Taken: [0-9]+\$" "$BUILD/bench-startup" --threads 4 --cold
 check "startup serial" "^Benchmarkstartup_serial-4 1 [0-9]+ (cycles|ns) [0-9]+ min-(cycles|ns) $num faults/thread\$" "$BUILD/bench-startup" --threads 4 --serial
 check "scaling" "^Benchmarkfixed_block_scaling-2 [0-9]+ $num ns/op $num cpu-ns/op\$" "$BUILD/bench-scaling" --quick --cpu 1,2
+check "scaling batches" "^# batches: [0-9]+ of 1000 ops, fastest $num median $num ns/op of a thread\$" "$BUILD/bench-scaling" --quick --cpu 2
 check "scaling deep loop" "^Benchmarkfixed_block_scaling_deep [0-9]+ $num ns/op $num cpu-ns/op\$" "$BUILD/bench-scaling" --deep --mode loop --benchtime 20x --cpu 1
 check "commit" "^Benchmarkcommit 1 -?[0-9]+ vmdata-kB -?[0-9]+ rss-kB" "$BUILD/bench-commit"
 check "fastpath" "^Benchmarkfastpath_remote_32768 [0-9]+ $num ns/op\$" "$BUILD/bench-fastpath" --quick --runs 1 --n 10000
