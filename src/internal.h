@@ -485,6 +485,7 @@ void os_decommit(void *p, size_t size) INTERNAL;                /* -> PROT_NONE,
 bool os_purge(void *p, size_t size) INTERNAL;                   /* MADV_DONTNEED; true: all zero */
 void *os_map(size_t size, size_t align, size_t *mapped, void **base) INTERNAL; /* RW */
 void os_unmap(void *p, size_t size) INTERNAL;
+void os_hugepage(void *p, size_t size) INTERNAL;              /* MADV_HUGEPAGE */
 void *os_map_at(void *at, size_t size) INTERNAL;               /* RW, exactly at `at` */
 void os_release(void *p, size_t size) INTERNAL;                 /* never-committed reserve */
 void *os_resize(void *p, size_t old_size, size_t new_size) INTERNAL; /* mremap in place */

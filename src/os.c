@@ -212,6 +212,13 @@ void os_unmap(void *p, size_t size) {
   atomic_fetch_sub_explicit(&os_stats.committed, size, memory_order_relaxed);
 }
 
+void os_hugepage(void *p, size_t size) {
+  count_call();
+  int saved = errno;
+  madvise(p, size, MADV_HUGEPAGE);
+  errno = saved;
+}
+
 static void *remap(void *p, size_t old_size, size_t new_size, int flags) {
   count_call();
   void *q = mremap(p, old_size, new_size, flags);
