@@ -307,6 +307,71 @@ refused:
   return q ? h : NULL;
 }
 
+/* Cached ranges that lie side by side, enough of them to hold `bytes`,
+ * taken as a block of several pieces where they lie (no system call), or
+ * NULL.  Such ranges are most often the pieces of a block that was
+ * assembled and freed whole: xcache_put caches each piece apart, and
+ * without this every later request of the same size moved them all again.
+ * The run chosen is the smallest that holds the block (then the one of
+ * fewest pieces); a remainder of XPIECE_MIN or more of its last piece
+ * stays cached.  MallocBench's stress_aligned asks, at each size from
+ * 16 MiB to 2 GiB, 22 times for nearly that many bytes (aligned to 8 B ..
+ * 8 KiB, and 128 B more), freeing each at once, with 50 MB of 1-4 MiB
+ * blocks cached: 2,035 mremaps per run, its time 1.9x glibc's; with this,
+ * the size and its 8 KiB more are assembled once each. */
+#define XRUN_MAX (XCACHE_MAX + 2 * XPIECES_MAX) /* ranges looked at */
+static span_t *xcache_take_adjacent(size_t bytes) {
+  lt_assert_held(&pages_lock);
+  span_t *by_addr[XRUN_MAX];
+  unsigned n = 0;
+  for (span_t *r = xcache.first; r && n < XRUN_MAX; r = r->next) {
+    unsigned i = n++; /* insertion sort by address: n is small */
+    while (i > 0 && by_addr[i - 1]->map_base > r->map_base) {
+      by_addr[i] = by_addr[i - 1];
+      i--;
+    }
+    by_addr[i] = r;
+  }
+  unsigned best = 0, best_k = 0;
+  size_t best_len = SIZE_MAX;
+  for (unsigned i = 0; i < n; i++) {
+    size_t len = by_addr[i]->map_bytes;
+    unsigned j = i;
+    while (len < bytes && j + 1 < n && by_addr[j]->map_base + by_addr[j]->map_bytes == by_addr[j + 1]->map_base)
+      len += by_addr[++j]->map_bytes;
+    if (len >= bytes && j > i && (len < best_len || (len == best_len && j + 1 - i < best_k))) {
+      best = i;
+      best_k = j + 1 - i;
+      best_len = len;
+    }
+  }
+  if (!best_k) return NULL;
+  span_t *h = by_addr[best], *last = by_addr[best + best_k - 1], **link = &h->map_next;
+  size_t cut = best_len - bytes, rest_at = last->map_bytes - cut; /* cut < last's length */
+  span_t *rest;
+  if (cut >= XPIECE_MIN && (rest = span_desc_alloc())) {
+    rest->kind = SPAN_XLARGE;
+    rest->map_base = last->map_base + rest_at;
+    rest->map_bytes = cut;
+    xcache_add_locked(rest, last->freed_ms);
+    last->map_bytes = rest_at; /* so its xcache_del_locked counts only that */
+    best_len = bytes;
+  }
+  for (unsigned i = best; i < best + best_k; i++) {
+    span_t *p = by_addr[i];
+    xcache_del_locked(p);
+    p->start = p->map_base;
+    if (p != h) {
+      *link = p;
+      link = &p->map_next;
+    }
+  }
+  *link = NULL;
+  h->map_bytes = best_len; /* the block's whole extent: xcache_put and unmap */
+  h->bytes = bytes;
+  return h;
+}
+
 /* Cached memory for a block of `bytes`, or NULL.  *dirty: how many leading
  * bytes of it hold old data (the rest reads as zero). */
 static span_t *xcache_take(size_t bytes, size_t *dirty) {
@@ -334,6 +399,11 @@ static span_t *xcache_take(size_t bytes, size_t *dirty) {
      * faults in one A/B); map_bytes stays the range's length for unmap,
      * mremap and the cache. */
     best->bytes = bytes;
+    *dirty = bytes;
+    return best;
+  }
+  if ((best = xcache_take_adjacent(bytes))) {
+    pthread_mutex_unlock(&pages_lock);
     *dirty = bytes;
     return best;
   }

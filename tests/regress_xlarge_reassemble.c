@@ -1,0 +1,82 @@
+/* regress_xlarge_reassemble — a block made of freed xlarge mappings, freed
+ * and asked for again, is reused where its pieces lie.
+ *
+ * lithe builds a block no single freed mapping holds from several of them
+ * (mremap moves them side by side); its free caches each piece apart.  The
+ * next request of that size found no single range that holds it and moved
+ * every piece again: MallocBench's stress_aligned asks 22 times at each
+ * size from 16 MiB to 2 GiB, freeing each at once, and made 2,035 mremaps
+ * a run (1.9x glibc's time).  Now ranges that lie side by side serve the
+ * block together: same address, no system call, no page faulted in. */
+#include "testutil.h"
+#include <malloc.h>
+#include "lithe.h"
+
+#define MiB ((size_t)1 << 20)
+
+int main(void) {
+  tu_require_lithe();
+  /* never purge on its own: a loaded machine must not expire the cache
+   * between the frees and the mallocs */
+  CHECK(mallopt(M_TRIM_THRESHOLD, -1) == 1);
+  lithe_collect(true);
+
+  /* three freed blocks of 6, 5 and 4 MiB, kept apart by live ones, so no
+   * two are one mapping */
+  static const size_t mb[3] = {6, 5, 4};
+  char *p[3], *sep[3];
+  for (int i = 0; i < 3; i++) {
+    p[i] = malloc(mb[i] * MiB);
+    sep[i] = malloc(2 * MiB);
+    CHECK(p[i] != NULL && sep[i] != NULL);
+    memset(p[i], 0xAA, mb[i] * MiB);
+  }
+  for (int i = 0; i < 3; i++) free(p[i]);
+
+  /* 15 MiB: all three, assembled (the biggest grown, the others moved) */
+  size_t n = 15 * MiB;
+  char *q = malloc(n);
+  CHECK(q != NULL);
+  memset(q, 0x5C, n);
+  free(q);
+
+  for (int round = 0; round < 3; round++) {
+    lithe_stats_t s0, s1;
+    lithe_stats_get(&s0);
+    long f0 = tu_minflt();
+    /* the same size, and a little less (the rest stays in the block) */
+    size_t m = round == 2 ? n - 100 * 1024 : n;
+    unsigned char *r = malloc(m);
+    lithe_stats_get(&s1);
+    CHECK(r != NULL);
+    memset(r, round, m);
+    long faults = tu_minflt() - f0;
+    size_t calls = s1.os_calls - s0.os_calls;
+    printf("round %d: malloc(%zu) at %p (first block %p): %zu system calls, %ld minor faults "
+           "(%zu pages of 4 KiB)\n", round, m, (void *)r, (void *)q, calls, faults, m / 4096);
+    CHECKF((char *)r == q, "round %d: block at %p, the pieces lie at %p", round, (void *)r, (void *)q);
+    CHECKF(calls == 0, "round %d: %zu system calls to reuse cached pieces where they lie", round, calls);
+    CHECKF(faults < (long)(m / 4096) / 10, "round %d: %ld minor faults: the pieces were not reused", round,
+           faults);
+    CHECKF(malloc_usable_size(r) == m / 8192 * 8192 + (m % 8192 ? 8192 : 0), "round %d: usable %zu for %zu",
+           round, malloc_usable_size(r), m);
+    for (size_t i = 0; i < m; i += 4093) CHECKF(r[i] == round, "round %d: byte %zu is %d", round, i, r[i]);
+    free(r);
+  }
+  /* calloc of the block: every byte of the reused pieces zeroed */
+  unsigned char *z = calloc(1, n);
+  CHECK(z != NULL);
+  size_t nonzero = 0;
+  for (size_t i = 0; i < n; i++) nonzero += z[i] != 0;
+  printf("calloc(15 MiB) at %p: %zu non-zero bytes\n", (void *)z, nonzero);
+  CHECKF(nonzero == 0, "calloc: %zu bytes not zero", nonzero);
+  free(z);
+  for (int i = 0; i < 3; i++) free(sep[i]);
+
+  lithe_collect(true);
+  lithe_stats_t s2;
+  lithe_stats_get(&s2);
+  CHECKF(s2.xlarge_live == 0, "%zu xlarge blocks live after all were freed", s2.xlarge_live);
+  printf("regress_xlarge_reassemble: OK\n");
+  return 0;
+}
