@@ -109,8 +109,10 @@ static inline bool small_carved_start(const span_t *s, size_t off) {
 }
 
 /* free: no NULL test up front (NULL finds no span and goes slow).  An
- * address above 2^48 goes slow at the L1 index; an address with no span
- * reads the static `none` descriptor (internal.h, pagemap).  One multiply
+ * address the flat map does not cover leaves at its bound (free_unmapped,
+ * which reads the two-level map and goes on as here); an address with no
+ * span reads the `none` descriptor of zeros (internal.h, pagemap).  Then
+ * free_span: one multiply
  * and one compare (small_carved_start) prove p is the start of a block of
  * a small span that has been handed out, and the key compare catches a double
  * free (confirmed by a scan in the slow path).  Then the block goes on
@@ -122,24 +124,31 @@ static inline bool small_carved_start(const span_t *s, size_t off) {
  * heap's block (its span's bin_cls is 0, bin 0's room is never above 0)
  * and a free by a thread with no heap (the shared empty heap's rooms stay
  * at or below 0). */
+void free_unmapped(void *p) INTERNAL; /* alloc.c */
+static inline __attribute__((always_inline)) void free_span(void *p, span_t *s);
 static inline void free_inline(void *p) {
   uintptr_t a = (uintptr_t)p;
-  uintptr_t i1 = a >> L1_SHIFT;
-  if (unlikely(i1 >= L1_COUNT)) goto slow;
-  /* the map's address, opaque to GCC, which otherwise folds l1's offset
-   * into the index register (an lea more); on x86-64 in rcx, where it
-   * leaves p in rdi (GCC 12 put it there and moved p: one move more) */
-  uintptr_t map = (uintptr_t)&lithe_pagemap;
-#if defined(__x86_64__)
-  __asm__("" : "+c"(map));
+  /* the flat map (internal.h): its bound, then its base, which also
+   * decodes the entry */
+  uintptr_t page = a >> PAGE_SHIFT;
+#if defined(__x86_64__) && !LT_TSAN
+  /* the bound's load inside the compare, and the asm's memory clobber
+   * keeps the base's load after it (pagemap_flat_pages: an empty asm
+   * between the two made GCC 12 load the bound into a register first) */
+  __asm__ goto("cmpq %[n], %[page]\n\tjae %l[unmapped]"
+                : : [n] "m"(lithe_flat.pages), [page] "r"(page) : "cc", "memory" : unmapped);
 #else
-  __asm__("" : "+r"(map));
+  if (unlikely(page >= pagemap_flat_pages())) goto unmapped;
 #endif
-  uintptr_t l1e = atomic_load_explicit((_Atomic uintptr_t *)(map + offsetof(pagemap_t, l1)) + i1,
-                                       memory_order_relaxed);
-  if (unlikely(l1e == 0)) goto slow;
-  /* as pagemap_entry_span: no span reads `none`, at the map's head */
-  span_t *s = (span_t *)(map + pagemap_l2_entry(l1e, a));
+  uintptr_t map = pagemap_base();
+  free_span(p, (span_t *)(map + ((const uintptr_t *)map)[page]));
+  return;
+unmapped:
+  free_unmapped(p);
+}
+
+/* The rest of free, once the pagemap named s for p (`none` for no span). */
+static inline __attribute__((always_inline)) void free_span(void *p, span_t *s) {
   size_t off = (size_t)((char *)p - s->start);
   block_t *b = p;
   uintptr_t key = span_free_key(s);

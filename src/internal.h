@@ -501,28 +501,70 @@ typedef struct os_stats_s {
 } os_stats_t;
 extern os_stats_t os_stats INTERNAL;
 
-/* pagemap.c.  Both levels are stored so that free() reads them with the
+/* pagemap.c.  Entries are stored so that free() reads them with the
  * fewest instructions:
+ *  - the flat map: one entry per page from address 0 up to the top of user
+ *    space, one array at lithe_flat.base (8 bytes per 8 KiB page: 128 GiB
+ *    reserved PROT_READ for 2^47 bytes, committed in 64 KiB pieces only
+ *    where lithe maps memory), so the entry of address a is the word at
+ *    base + (a >> PAGE_SHIFT) * 8: a shift, a bound and one load;
+ *  - an entry holds its span's address less base (0: no span), and the
+ *    first bytes at base are a descriptor of zeros, `none` (the entries of
+ *    the lowest pages, which lithe never maps: pagemap_ensure refuses
+ *    them), whose carved test fails: free() reads "no span" with one add,
+ *    no NULL test and no branch.
+ * Addresses the flat map does not cover (all of them when its reservation
+ * is refused: ulimit -v) are in a two-level map, lithe_pagemap.l1 (the
+ * slow paths read both; free()'s fast path only the flat one):
  *  - L1 entry i1 holds its level's address less i1 * L2_BYTES (0: no
  *    level), so the L2 entry of address a is the word at that value plus
  *    (a >> PAGE_SHIFT) * 8: one shift, no mask (pagemap_level gives the
- *    level's own address);
- *  - an L2 entry holds its span's address less that of `none` (0: no
- *    span), a static descriptor at the head of the map with carved_lim 0:
- *    free() reads "no span" as a span whose carved test fails, with one
- *    add (the map's address is in a register for the L1 load already)
- *    instead of a NULL test and its branch. */
+ *    level's own address); its entries are coded as the flat map's.
+ * Without a flat map base is &lithe_pagemap.none and pages 0: every
+ * free() takes the slow path. */
 typedef struct pagemap_s {
-  span_t none;
+  span_t none;         /* base's `none` when there is no flat map */
   _Atomic uintptr_t l1[L1_COUNT];
 } pagemap_t;
 extern pagemap_t lithe_pagemap INTERNAL;
+/* Set once, before any entry is written: base first, then pages (a
+ * release store), so a reader that loads pages before base and finds it
+ * not 0 has the flat map's base too, even in a free racing with the set-up
+ * (on x86-64 plain loads in that order: the hardware keeps loads in order;
+ * one line, read by every free). */
+typedef struct {
+  uintptr_t base;      /* entries decode as base + e                    */
+  size_t pages;        /* pages the flat map covers: free()'s bound      */
+} pagemap_flat_t;
+extern pagemap_flat_t lithe_flat INTERNAL;
 #define L2_BYTES (L2_COUNT * sizeof(uintptr_t))
+/* lithe_flat.pages, then (pagemap_base) .base, in that order.  A plain
+ * load on x86-64 (GCC folds it into the compare that uses it) and an
+ * empty asm after it, so that GCC keeps the base's load after it; an
+ * acquire load elsewhere and under TSan. */
+static inline size_t pagemap_flat_pages(void) {
+#if defined(__x86_64__) && !LT_TSAN
+  size_t n = lithe_flat.pages;
+  __asm__ volatile("" ::: "memory");
+  return n;
+#else
+  return __atomic_load_n(&lithe_flat.pages, __ATOMIC_ACQUIRE);
+#endif
+}
+static inline uintptr_t pagemap_base(void) {
+#if LT_TSAN
+  return __atomic_load_n(&lithe_flat.base, __ATOMIC_RELAXED);
+#else
+  return lithe_flat.base;
+#endif
+}
 static inline uintptr_t pagemap_l1_entry(size_t i1) {
   return atomic_load_explicit(&lithe_pagemap.l1[i1], memory_order_relaxed);
 }
-/* level i1's own address (NULL: none) */
+/* level i1's own address (NULL: none): a slice of the flat map, or a
+ * level of its own */
 static inline span_t **pagemap_level(size_t i1) {
+  if (i1 < pagemap_flat_pages() >> (L1_SHIFT - PAGE_SHIFT)) return (span_t **)(pagemap_base() + i1 * L2_BYTES);
   uintptr_t e = pagemap_l1_entry(i1);
   return e ? (span_t **)(e + i1 * L2_BYTES) : NULL;
 }
@@ -531,25 +573,30 @@ static inline uintptr_t pagemap_l2_entry(uintptr_t l1e, uintptr_t a) {
   return *(const uintptr_t *)(l1e + (a >> PAGE_SHIFT) * sizeof(uintptr_t));
 }
 static inline span_t *pagemap_entry_span(uintptr_t e) { /* `none` for 0 */
-  _Static_assert(offsetof(pagemap_t, none) == 0, "free() decodes entries from the map's address");
-  return (span_t *)((uintptr_t)&lithe_pagemap.none + e);
+  return (span_t *)(pagemap_base() + e);
 }
 static inline uintptr_t pagemap_span_entry(const span_t *s) {
-  return s ? (uintptr_t)s - (uintptr_t)&lithe_pagemap.none : 0;
+  return s ? (uintptr_t)s - pagemap_base() : 0;
 }
-bool pagemap_ensure(const void *p, size_t size) INTERNAL;  /* commit L2 for range */
+bool pagemap_ensure(const void *p, size_t size) INTERNAL;  /* commit entries for range */
 void pagemap_set(const void *p, size_t npages, span_t *s) INTERNAL;
 void pagemap_set_one(const void *p, span_t *s) INTERNAL;
 void pagemap_forget(const void *p, size_t size) INTERNAL; /* no span there now */
 bool pagemap_level_sparse(size_t i1) INTERNAL; /* white-box test */
 
 static inline span_t *pagemap_lookup(const void *p) {
-  uintptr_t a = (uintptr_t)p;
-  if (unlikely(a >> ADDR_BITS)) return NULL;
-  uintptr_t l1e = pagemap_l1_entry(a >> L1_SHIFT);
-  if (unlikely(l1e == 0)) return NULL;
-  uintptr_t e = pagemap_l2_entry(l1e, a);
-  return e ? pagemap_entry_span(e) : NULL;
+  uintptr_t a = (uintptr_t)p, e;
+  bool flat = (a >> PAGE_SHIFT) < pagemap_flat_pages();
+  uintptr_t m = pagemap_base();
+  if (likely(flat)) {
+    e = ((const uintptr_t *)m)[a >> PAGE_SHIFT];
+  } else {
+    if (unlikely(a >> ADDR_BITS)) return NULL;
+    uintptr_t l1e = pagemap_l1_entry(a >> L1_SHIFT);
+    if (unlikely(l1e == 0)) return NULL;
+    e = pagemap_l2_entry(l1e, a);
+  }
+  return e ? (span_t *)(m + e) : NULL;
 }
 
 /* meta.c: fixed metadata (span descriptors, heaps, arenas) */

@@ -1,15 +1,20 @@
 /* pagemap.c — address -> span descriptor, in O(1), for any address.
  *
- * Two levels, as Go's arena index (seed 000), each entry stored as an
- * offset so that free() reads them with fewer instructions (internal.h,
- * pagemap_t: a level's address less i1 * L2_BYTES, a span's address less
- * that of the static `none` descriptor; 0 is "none" in both):
- *   L1: 4096 words in .bss (32 KiB), indexed by address bits 47..36;
- *   L2: one per 64 GiB of address space actually used, 2^23 entries (one per
- *       8 KiB page), reserved PROT_READ (64 MiB of zero pages: readable, so a
+ * Entries are stored as offsets so that free() reads them with the fewest
+ * instructions (internal.h, pagemap_t: a span's address less lithe_flat.base,
+ * 0 for none).  Two structures, each page in exactly one:
+ *   the flat map: one entry per 8 KiB page from address 0 to the top of
+ *       user space (the next power of two above the stack: 2^47 on x86-64,
+ *       a 128 GiB PROT_READ reservation of zero pages: readable, so a
  *       lookup of a foreign pointer reads 0 instead of faulting; not
- *       writable, so not charged) and committed in 64 KiB pieces, each
+ *       writable, so not charged), committed in 64 KiB pieces, each
  *       covering 64 MiB of address space, only where lithe maps memory.
+ *       free()'s fast path reads it with a shift, a bound and one load (the
+ *       two-level map below took 11 instructions, the flat one 6);
+ *   L1 + L2, as Go's arena index: 4096 words in .bss (32 KiB), indexed by
+ *       address bits 47..36, each naming an L2 of 2^23 entries reserved and
+ *       committed as the flat map is: for what the flat map does not cover
+ *       (everything when its reservation is refused: ulimit -v).
  * So the committed size of the map grows with the heap (8 bytes per 8 KiB
  * page = 0.1 %), never with the address space.  Entries are written under
  * pagemap_lock or by the owner of the pages; readers take no lock.  This
@@ -18,6 +23,8 @@
 #include "internal.h"
 
 pagemap_t lithe_pagemap;
+/* a line of its own: read by every free(), written once */
+pagemap_flat_t lithe_flat __attribute__((aligned(CACHE_LINE))) = {(uintptr_t)&lithe_pagemap.none, 0};
 static uint64_t *l2_pieces[L1_COUNT]; /* bitmap: which 64 KiB pieces are RW */
 /* A sparse level: its 64 MiB reservation was refused (ulimit -v), so only
  * the pieces in use are mapped, each at its place relative to the first.
@@ -119,18 +126,59 @@ static span_t **relevel(size_t i1, span_t **old, size_t want) {
   return l2;
 }
 
-/* Make the L2 entries for [p, p+size) writable. */
+/* Lowest address lithe maps memory at: the entries below it overlap the
+ * flat map's `none` descriptor (a span_t at its base), which must stay
+ * zero.  Linux maps nothing below mmap_min_addr (64 KiB) unless asked. */
+#define MAP_LOW_LIMIT ((uintptr_t)1 * MiB)
+_Static_assert(sizeof(span_t) / sizeof(uintptr_t) * PAGE_SIZE <= MAP_LOW_LIMIT, "none overlaps no entry in use");
+
+/* The flat map, made once, at the first pagemap_ensure (pagemap_lock
+ * held), before any entry is written.  It covers up to the next power of
+ * two above the stack and lithe itself (the kernel maps below the stack),
+ * or less where that is refused with no address-space limit set (valgrind
+ * lends at most 32 GiB at once), down to one L2's worth; under a limit
+ * (ulimit -v) only the whole, if under 1/16 of it, else none (the limit
+ * is for the program's memory, and a map that misses the program's
+ * mappings serves nothing).  A page outside it is in the two-level map,
+ * whose frees take the slow path (alloc.c, free_slow: ~2x the
+ * instructions of the fast one). */
+static void flat_init(void) {
+  static bool tried;
+  if (tried) return;
+  tried = true;
+  uintptr_t hi = (uintptr_t)__builtin_frame_address(0);
+  if ((uintptr_t)&lithe_pagemap > hi) hi = (uintptr_t)&lithe_pagemap;
+  unsigned bits = 64 - (unsigned)__builtin_clzll(hi | 1);
+  if (bits > ADDR_BITS) bits = ADDR_BITS;
+  size_t limit = os_address_limit();
+  for (unsigned top = bits; bits >= L1_SHIFT; bits--) {
+    size_t pages = (size_t)1 << (bits - PAGE_SHIFT), bytes = pages * sizeof(uintptr_t);
+    if (limit != SIZE_MAX && (bytes > limit / 16 || bits < top)) return;
+    char *r = os_reserve_readonly(bytes);
+    if (!r) continue;
+    __atomic_store_n(&lithe_flat.base, (uintptr_t)r, __ATOMIC_RELAXED);
+    __atomic_store_n(&lithe_flat.pages, pages, __ATOMIC_RELEASE);
+    return;
+  }
+}
+
+/* Make the entries for [p, p+size) writable. */
 bool pagemap_ensure(const void *p, size_t size) {
   uintptr_t a = (uintptr_t)p, end = a + size - 1;
-  if ((a >> ADDR_BITS) || (end >> ADDR_BITS)) return false;
+  if ((a >> ADDR_BITS) || (end >> ADDR_BITS) || a < MAP_LOW_LIMIT) return false;
   bool ok = true;
   pthread_mutex_lock(&pagemap_lock);
+  flat_init();
   for (uintptr_t page = a >> PAGE_SHIFT; page <= end >> PAGE_SHIFT;) {
     size_t i1 = page >> (L1_SHIFT - PAGE_SHIFT);
     span_t **l2 = pagemap_level(i1);
     size_t i2 = page & (L2_COUNT - 1);
     size_t piece = i2 / PIECE_ENTRIES;
-    if (!l2) {
+    if (l2 && !l2_pieces[i1]) { /* a slice of the flat map, first used */
+      uint64_t *bits = meta_alloc(PIECES_PER_L2 / 8);
+      if (!bits) { ok = false; break; }
+      l2_pieces[i1] = bits;
+    } else if (!l2) {
       uint64_t *bits = meta_alloc(PIECES_PER_L2 / 8);
       if (!bits) { ok = false; break; }
       l2 = os_reserve_readonly(L2_BYTES);
@@ -216,7 +264,7 @@ void pagemap_forget(const void *p, size_t size) {
     uintptr_t stop = (page | (PIECE_ENTRIES - 1)) + 1; /* this piece's end */
     if (stop > end) stop = end;
     uintptr_t *l2 = (uintptr_t *)pagemap_level(i1);
-    if (l2 && piece_used(l2_pieces[i1], i2 / PIECE_ENTRIES)) {
+    if (l2 && l2_pieces[i1] && piece_used(l2_pieces[i1], i2 / PIECE_ENTRIES)) { /* a flat slice may be unused */
       uintptr_t *from = &l2[i2], *to = from + (stop - page);
       uintptr_t *lo = (uintptr_t *)align_up((uintptr_t)from, ps);
       uintptr_t *hi = (uintptr_t *)((uintptr_t)to & ~(ps - 1));
