@@ -49,9 +49,17 @@ _Static_assert(sizeof(span_t) % CACHE_LINE == 0 && sizeof(span_t) <= 4096,
 static size_t desc_page_bytes(void) { return os_page_size() / sizeof(span_t) * sizeof(span_t); }
 
 pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER;
-static char *meta_cur, *meta_end;      /* the chunk: other metadata bumps up
-                                          from meta_cur, descriptor pages come
-                                          down from meta_end */
+/* Other metadata bumps up from meta_cur to meta_end; descriptor pages come
+ * down from desc_top to desc_lo.  The first chunk is shared (meta_end ==
+ * desc_top, desc_lo == meta_cur, moved together); once either needs a
+ * chunk of its own, the other keeps the rest of the shared one.  Apart,
+ * the few small records (heaps, arena records, pagemap bitmaps, range
+ * nodes) fill pages of their own instead of pinning one page of every
+ * descriptor chunk each: medium's 19 arena records, made as its heap
+ * grew, kept 64 kB of descriptor chunks resident after collection. */
+static char *meta_cur, *meta_end;
+static char *desc_lo, *desc_top;
+static bool meta_shared;               /* both in the first chunk still */
 static char *desc_cur, *desc_end;      /* the descriptor page being carved */
 static span_t *span_free_list;         /* freed descriptors, kind SPAN_DEAD */
 static size_t span_free_count;         /* ... on it */
@@ -104,11 +112,19 @@ static void *meta_alloc_locked(size_t size) {
     size_t chunk = size > unit ? align_up(size, unit) : unit;
     char *p = chunk_map(chunk);
     if (!p) return NULL;
+    if (!desc_top) { /* the first chunk: shared */
+      meta_shared = true;
+      desc_lo = p;
+      desc_top = p + chunk;
+    } else {
+      meta_shared = false; /* descriptors keep the rest of the shared one */
+    }
     meta_cur = p;
     meta_end = p + chunk;
   }
   void *r = meta_cur;
   meta_cur += size;
+  if (meta_shared) desc_lo = meta_cur;
   return r; /* fresh mapping: already zero */
 }
 
@@ -142,16 +158,24 @@ static bool desc_page_new(void) {
     atomic_fetch_add_explicit(&os_stats.metadata, ps, memory_order_relaxed);
     return true;
   }
-  if ((size_t)(meta_end - meta_cur) < ps) {
+  if ((size_t)(desc_top - desc_lo) < ps) {
     size_t chunk = chunk_bytes();
     char *p = chunk_map(chunk);
     if (!p) return false;
-    meta_cur = p; /* the old chunk's rest (under a page) goes unused */
-    meta_end = p + chunk;
+    if (!meta_end) { /* the first chunk: shared */
+      meta_shared = true;
+      meta_cur = p;
+      meta_end = p + chunk;
+    } else {
+      meta_shared = false; /* the other metadata keeps the rest of the shared one */
+    }
+    desc_lo = p;
+    desc_top = p + chunk;
   }
-  meta_end -= ps;
-  desc_cur = meta_end;
-  desc_end = meta_end + desc_page_bytes();
+  desc_top -= ps;
+  if (meta_shared) meta_end = desc_top;
+  desc_cur = desc_top;
+  desc_end = desc_top + desc_page_bytes();
   return true;
 }
 
