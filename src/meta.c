@@ -4,17 +4,17 @@
  * points at readable memory: the pagemap's lookups of bad pointers rely
  * on that.
  *
- * Span descriptors live in whole OS pages of their own (taken from the
- * top of a chunk, while the other metadata bumps up from its bottom) and
- * are recycled through a free list.  A program that once had a big heap
+ * Span descriptors live in units of whole OS pages of their own (taken
+ * from the top of a chunk, while the other metadata bumps up from its
+ * bottom) and are recycled through a free list.  A program that once had a big heap
  * has many descriptors free at the end: medium (~1 GiB of 1-8 KiB
  * blocks) left 7.1 MB of them resident after lithe_collect(true), against
  * the 128 kB glibc's malloc_trim(0) leaves of the whole process.  So
- * lithe_collect(true) (meta_collect) gives back the pages whose
+ * lithe_collect(true) (meta_collect) gives back the units whose
  * descriptors are all free: it sorts the free list by address, purges
- * (MADV_DONTNEED, os_purge) every page it covers whole, and keeps those
- * pages on a list of purged ranges that descriptor allocation carves
- * before it takes fresh pages.  A purged page stays mapped and reads as
+ * (MADV_DONTNEED, os_purge) every unit it covers whole, and keeps those
+ * units on a list of purged ranges that descriptor allocation carves
+ * before it takes fresh ones.  A purged unit stays mapped and reads as
  * zero, and a zeroed descriptor means "no block here" to every reader of
  * a stale pagemap entry, as a freed one (SPAN_DEAD, bytes 0, carved_lim
  * 0) does:
@@ -30,26 +30,42 @@
  *     span or a live block (carved_lim 0, kind SPAN_FREE: neither).
  * A recycled descriptor is zeroed by span_desc_alloc outside any lock
  * already, so every reader met zero descriptors before this too.  Only
- * fully free pages go: a descriptor in use, or being freed (written
- * before it joins the list), is never on a purged page. */
+ * fully free units go: a descriptor in use, or being freed (written
+ * before it joins the list), is never in a purged unit.  The sort costs
+ * O(n log n) in the free descriptors, in a mapping of its own: medium's
+ * 18,000 once; a collection with none freed since does nothing. */
 #include <string.h>
 #include "internal.h"
 
-/* 64 KiB: one chunk holds 192 span descriptors (320 bytes each, 12 to a
- * 4 KiB page); a program with a tiny heap commits one chunk (commit
- * proportional to the heap). */
+/* 64 KiB: one chunk holds 192 span descriptors (320 bytes each); a
+ * program with a tiny heap commits one chunk (commit proportional to the
+ * heap). */
 #define META_CHUNK ((size_t)64 * KiB)
 
-/* A descriptor page holds ps / sizeof(span_t) descriptors from its start
- * and leaves the rest (256 bytes of a 4 KiB page) unused, so that no
- * descriptor straddles two pages and a page whose descriptors are all free
- * can go back alone. */
+/* Descriptors come in units: the fewest whole OS pages (up to 8) that
+ * they tile exactly, so that a unit whose descriptors are all free goes
+ * back alone and no byte is left over: 5 pages of 4 KiB hold 64
+ * descriptors of 320 bytes.  (Pages with their tail unused, 12 to a
+ * 4 KiB page, raised medium's peak by 400 kB, 1/16 of its 7 MB of
+ * descriptors.)  Should no such unit exist, a unit is one page and its
+ * tail stays unused.  Within a unit only its first descriptor starts on
+ * a page boundary: that is how meta_collect finds unit starts. */
 _Static_assert(sizeof(span_t) % CACHE_LINE == 0 && sizeof(span_t) <= 4096,
                "descriptors are whole cache lines, several to an OS page");
-static size_t desc_page_bytes(void) { return os_page_size() / sizeof(span_t) * sizeof(span_t); }
+static size_t unit_size, unit_descs; /* bytes of a unit, descriptors in it */
+static void unit_init(void) {
+  size_t ps = os_page_size();
+  unit_size = ps;
+  for (size_t k = 1; k <= 8; k++)
+    if ((k * ps) % sizeof(span_t) == 0) {
+      unit_size = k * ps;
+      break;
+    }
+  unit_descs = unit_size / sizeof(span_t);
+}
 
 pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER;
-/* Other metadata bumps up from meta_cur to meta_end; descriptor pages come
+/* Other metadata bumps up from meta_cur to meta_end; descriptor units come
  * down from desc_top to desc_lo.  The first chunk is shared (meta_end ==
  * desc_top, desc_lo == meta_cur, moved together); once either needs a
  * chunk of its own, the other keeps the rest of the shared one.  Apart,
@@ -60,12 +76,12 @@ pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *meta_cur, *meta_end;
 static char *desc_lo, *desc_top;
 static bool meta_shared;               /* both in the first chunk still */
-static char *desc_cur, *desc_end;      /* the descriptor page being carved */
+static char *desc_cur, *desc_end;      /* the descriptor unit being carved */
 static span_t *span_free_list;         /* freed descriptors, kind SPAN_DEAD */
 static size_t span_free_count;         /* ... on it */
 static size_t span_freed_since;        /* descriptors freed since the last meta_collect */
 
-/* Descriptor pages given back (purged), carved before fresh ones.  The
+/* Descriptor units given back (purged), carved before fresh ones.  The
  * nodes are metadata of their own, recycled (node_free). */
 typedef struct desc_range_s {
   char *start;
@@ -73,7 +89,7 @@ typedef struct desc_range_s {
   struct desc_range_s *next;
 } desc_range_t;
 static desc_range_t *purged_ranges, *node_free;
-static _Atomic size_t purged_meta; /* bytes of descriptor pages purged now */
+static _Atomic size_t purged_meta; /* bytes of descriptor units purged now */
 
 static size_t chunk_bytes(void) {
   size_t ps = os_page_size();
@@ -138,28 +154,30 @@ void *meta_alloc(size_t size) {
   return p;
 }
 
-/* A page of zeroed memory for descriptors: a purged one if any (it reads
- * as zero again), else the top page of the chunk, else a fresh chunk. */
-static bool desc_page_new(void) {
+/* A unit of zeroed memory for descriptors: a purged one if any (it reads
+ * as zero again), else the top unit of the chunk, else a fresh chunk. */
+static bool desc_unit_new(void) {
   lt_assert_held(&meta_lock);
-  size_t ps = os_page_size();
+  if (!unit_size) unit_init();
+  size_t u = unit_size;
   desc_range_t *r = purged_ranges;
   if (r) {
     desc_cur = r->start;
-    desc_end = r->start + desc_page_bytes();
-    r->start += ps;
-    r->bytes -= ps;
+    desc_end = r->start + unit_descs * sizeof(span_t);
+    r->start += u;
+    r->bytes -= u;
     if (!r->bytes) {
       purged_ranges = r->next;
       r->next = node_free;
       node_free = r;
     }
-    atomic_fetch_sub_explicit(&purged_meta, ps, memory_order_relaxed);
-    atomic_fetch_add_explicit(&os_stats.metadata, ps, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&purged_meta, u, memory_order_relaxed);
+    atomic_fetch_add_explicit(&os_stats.metadata, u, memory_order_relaxed);
     return true;
   }
-  if ((size_t)(desc_top - desc_lo) < ps) {
-    size_t chunk = chunk_bytes();
+  if ((size_t)(desc_top - desc_lo) < u) {
+    size_t chunk = chunk_bytes() / u * u; /* 3 units of 20 KiB */
+    if (!chunk) chunk = u;
     char *p = chunk_map(chunk);
     if (!p) return false;
     if (!meta_end) { /* the first chunk: shared */
@@ -172,10 +190,10 @@ static bool desc_page_new(void) {
     desc_lo = p;
     desc_top = p + chunk;
   }
-  desc_top -= ps;
+  desc_top -= u;
   if (meta_shared) meta_end = desc_top;
   desc_cur = desc_top;
-  desc_end = desc_top + desc_page_bytes();
+  desc_end = desc_top + unit_descs * sizeof(span_t);
   return true;
 }
 
@@ -189,7 +207,7 @@ span_t *span_desc_alloc(void) {
     lt_assert_v(s->kind == SPAN_DEAD, (uintptr_t)s);
     span_free_list = s->next;
     span_free_count--;
-  } else if (desc_cur < desc_end || desc_page_new()) {
+  } else if (desc_cur < desc_end || desc_unit_new()) {
     s = (span_t *)desc_cur;
     desc_cur += sizeof(span_t);
   }
@@ -247,12 +265,13 @@ static bool range_add(char *start, size_t bytes) {
   return true;
 }
 
-/* lithe_collect(true): give back every descriptor page whose descriptors
+/* lithe_collect(true): give back every descriptor unit whose descriptors
  * are all free.  Returns the bytes purged. */
 size_t meta_collect(void) {
-  size_t ps = os_page_size(), per_page = ps / sizeof(span_t), purged = 0;
+  size_t ps = os_page_size(), purged = 0;
   pthread_mutex_lock(&meta_lock);
-  if (!span_freed_since || span_free_count < per_page) {
+  size_t u = unit_size, per = unit_descs;
+  if (!span_freed_since || !u || span_free_count < per) {
     pthread_mutex_unlock(&meta_lock);
     return 0;
   }
@@ -269,21 +288,24 @@ size_t meta_collect(void) {
   for (span_t *s = span_free_list; s; s = s->next) a[i++] = (uintptr_t)s;
   lt_assert_cmp(i, ==, n);
   sort_addrs(a, n);
-  /* runs of whole free pages: purged, and taken out of the array (0) */
+  /* runs of whole free units: purged, and taken out of the array (0).
+   * a[i] starts a unit if it is on a page boundary; the unit is free if
+   * its last descriptor is a[i + per - 1] (the addresses are distinct,
+   * so the per of them are all of the unit's). */
   char *run = NULL, *run_end = NULL;
   size_t run_first = 0; /* index of the run's first descriptor */
   for (i = 0; i <= n; i++) {
-    char *page = i < n ? (char *)(a[i] & ~(uintptr_t)(ps - 1)) : NULL;
-    bool whole = i + per_page <= n && a[i] == (uintptr_t)page &&
-                 a[i + per_page - 1] == (uintptr_t)page + (per_page - 1) * sizeof(span_t);
-    if (whole && page == run_end) { /* extends the run */
-      run_end += ps;
-      i += per_page - 1;
+    char *unit = i < n ? (char *)a[i] : NULL;
+    bool whole = i + per <= n && ((uintptr_t)unit & (ps - 1)) == 0 &&
+                 a[i + per - 1] == (uintptr_t)unit + (per - 1) * sizeof(span_t);
+    if (whole && unit == run_end) { /* extends the run */
+      run_end += u;
+      i += per - 1;
       continue;
     }
     if (run && range_add(run, (size_t)(run_end - run))) {
       if (os_purge(run, (size_t)(run_end - run))) {
-        memset(&a[run_first], 0, (size_t)(run_end - run) / ps * per_page * sizeof *a);
+        memset(&a[run_first], 0, (size_t)(run_end - run) / u * per * sizeof *a);
         purged += (size_t)(run_end - run);
       } else {
         /* kept (madvise refused): the node back, and the descriptors
@@ -300,10 +322,10 @@ size_t meta_collect(void) {
     }
     run = run_end = NULL;
     if (whole) {
-      run = page;
-      run_end = page + ps;
+      run = unit;
+      run_end = unit + u;
       run_first = i;
-      i += per_page - 1;
+      i += per - 1;
     }
   }
   /* the free list again, lowest address first (so the low pages fill up
@@ -331,12 +353,12 @@ size_t meta_purged_bytes(void) { return atomic_load_explicit(&purged_meta, memor
 
 #if LITHE_DEBUG
 /* Debug: the free list holds span_free_count descriptors, all SPAN_DEAD,
- * none inside a purged range, which are whole pages (lithe_verify). */
+ * none inside a purged range, which are whole units (lithe_verify). */
 void meta_verify(void) {
   size_t ps = os_page_size(), n = 0, ranged = 0;
   pthread_mutex_lock(&meta_lock);
   for (desc_range_t *r = purged_ranges; r; r = r->next) {
-    lt_assert_v(((uintptr_t)r->start & (ps - 1)) == 0 && r->bytes && r->bytes % ps == 0, (uintptr_t)r->start);
+    lt_assert_v(((uintptr_t)r->start & (ps - 1)) == 0 && r->bytes && r->bytes % unit_size == 0, (uintptr_t)r->start);
     ranged += r->bytes;
   }
   lt_assert_cmp(ranged, ==, meta_purged_bytes());
