@@ -668,7 +668,9 @@ size_t pages_collect(bool force) {
       char *top = (char *)align_up((uintptr_t)t->start, os_page_size());
       if (top >= a->bump) continue;
       bin_remove(t);
-      pagemap_forget(top, (size_t)(a->bump - top)); /* and its map's pages */
+      /* the map's pages too: no span lies above the bump, up to the
+       * arena's end (so the page of entries the bump ends in goes too) */
+      pagemap_forget(top, (size_t)(a->base + a->size - top));
       a->bump = top;
       if (top > t->start) {
         t->bytes = (size_t)(top - t->start);
