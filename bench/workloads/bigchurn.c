@@ -12,13 +12,23 @@
  * Sizes straddle lithe's large (page runs, <= 16 MiB) and xlarge (own
  * mapping) ranges; on these machines a fresh page costs 13-16 us per
  * 4 KiB, so reusing freed memory decides the figure.  Prints
- *   Benchmarkbigchurn 1 <ns> ns/op <kB> peak-kB <kB> end-kB <n> faults
+ *   Benchmarkbigchurn 1 <ns> ns/op <kB> peak-kB <kB> end-kB <n> faults <ns> cpu-ns/op
  * time and minor faults of the --ops ops (default 400; --quick 60) after
  * the live set is built, peak = VmHWM of the whole process, end = RssAnon
- * after freeing everything and the allocator's release call. */
+ * after freeing everything and the allocator's release call; cpu-ns/op =
+ * the process's CPU time (user + system, every thread) in those ops, which
+ * leaves out the time it waited for a CPU on a shared machine. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include "common.h"
+
+static uint64_t cpu_ns(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
+         (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
+}
 
 int main(int argc, char **argv) {
   long live = 16, ops = 400, min_mb = 1, max_mb = 32, seed = 1;
@@ -60,6 +70,7 @@ int main(int argc, char **argv) {
   } while (0)
   for (long i = 0; i < live; i++) NEW_BLOCK(i);
   long f0 = bench_minor_faults();
+  uint64_t c0 = cpu_ns();
   uint64_t t0 = bench_now_ns();
   for (long k = 0; k < ops; k++) {
     long i = (long)(bench_rng_next(&rng) % (uint64_t)live);
@@ -67,6 +78,7 @@ int main(int argc, char **argv) {
     NEW_BLOCK(i);
   }
   uint64_t t1 = bench_now_ns();
+  uint64_t c1 = cpu_ns();
   long f1 = bench_minor_faults();
   for (long i = 0; i < live; i++) bench_free(slot[i], len[i]);
   const char *scav = bench_release();
@@ -76,9 +88,9 @@ int main(int argc, char **argv) {
   printf("# malloc: %s\n", bench_malloc_from());
   printf("# note: %ld ops, live set %ld blocks of %ld-%ld MiB, %s (checksum %llu)\n", ops, live,
          min_mb, max_mb, use_calloc ? "calloc" : "malloc+memset", (unsigned long long)sum);
-  printf("Benchmarkbigchurn%s 1 %llu ns/op %ld peak-kB %ld end-kB %ld faults\n",
+  printf("Benchmarkbigchurn%s 1 %llu ns/op %ld peak-kB %ld end-kB %ld faults %llu cpu-ns/op\n",
          use_calloc ? "_calloc" : "", (unsigned long long)(t1 - t0), bench_peak_kb(&st),
-         bench_end_kb(&st), f1 - f0);
+         bench_end_kb(&st), f1 - f0, (unsigned long long)(c1 - c0));
   bench_unmap(slot, (size_t)live * sizeof(void *));
   bench_unmap(len, (size_t)live * sizeof(size_t));
   return 0;

@@ -67,7 +67,7 @@ check "scaling deep loop" "^Benchmarkfixed_block_scaling_deep [0-9]+ $num ns/op 
 check "commit" "^Benchmarkcommit 1 -?[0-9]+ vmdata-kB -?[0-9]+ rss-kB" "$BUILD/bench-commit"
 check "fastpath" "^Benchmarkfastpath_remote_32768 [0-9]+ $num ns/op\$" "$BUILD/bench-fastpath" --quick --runs 1 --n 10000
 check "cgloop" "" "$BUILD/bench-cgloop" b 1000
-check "bigchurn" "^Benchmarkbigchurn 1 [0-9]+ ns/op [0-9]+ peak-kB [0-9]+ end-kB [0-9]+ faults$" "$BUILD/bench-bigchurn" --quick --max 4
+check "bigchurn" "^Benchmarkbigchurn 1 [0-9]+ ns/op [0-9]+ peak-kB [0-9]+ end-kB [0-9]+ faults [0-9]+ cpu-ns/op$" "$BUILD/bench-bigchurn" --quick --max 4
 check "mtrandom" "^Benchmarkmtrandom 1 [0-9]+ ns/op [0-9]+ peak-kB [0-9]+ end-kB [0-9]+ faults$" "$BUILD/bench-mtrandom" --quick --threads 2
 check "cgloop size" "" "$BUILD/bench-cgloop" b 1000 4096
 check "cgloop remote" "" "$BUILD/bench-cgloop" r 1000
