@@ -357,7 +357,10 @@ static span_t *xcache_take_adjacent(size_t bytes) {
   }
   if (!best_k) return NULL;
   span_t *h = by_addr[best], *last = by_addr[best + best_k - 1], **link = &h->map_next;
-  size_t cut = best_len - bytes, rest_at = last->map_bytes - cut; /* cut < last's length */
+  /* the block keeps whole huge pages: a rest cut off at any 8 KiB would
+   * split one, and moving that rest later splits it for good */
+  size_t keep = xhuge_up(bytes), cut = best_len > keep ? best_len - keep : 0;
+  size_t rest_at = last->map_bytes - cut; /* cut < last's length: it reached bytes */
   span_t *rest;
   if (cut >= XPIECE_MIN && (rest = span_desc_alloc())) {
     rest->kind = SPAN_XLARGE;
@@ -365,7 +368,7 @@ static span_t *xcache_take_adjacent(size_t bytes) {
     rest->map_bytes = cut;
     xcache_add_locked(rest, last->freed_ms);
     last->map_bytes = rest_at; /* so its xcache_del_locked counts only that */
-    best_len = bytes;
+    best_len = keep;
   }
   for (unsigned i = best; i < best + best_k; i++) {
     span_t *p = by_addr[i];
