@@ -265,87 +265,110 @@ static bool range_add(char *start, size_t bytes) {
   return true;
 }
 
+/* Give back [run, run_end), whole free units whose descriptors are out of
+ * every list (meta_collect holds them), and record it; false if it stays
+ * (madvise refused, or no node for the range): its descriptors are then
+ * rewritten whole, in case a part of it was dropped. */
+static bool run_purge(char *run, char *run_end) {
+  size_t bytes = (size_t)(run_end - run);
+  bool ok = os_purge(run, bytes);
+  if (ok) {
+    pthread_mutex_lock(&meta_lock);
+    ok = range_add(run, bytes);
+    if (ok) {
+      atomic_fetch_add_explicit(&purged_meta, bytes, memory_order_relaxed);
+      atomic_fetch_sub_explicit(&os_stats.metadata, bytes, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&meta_lock);
+  }
+  if (!ok)
+    for (char *d = run; d < run_end; d += sizeof(span_t)) {
+      memset(d, 0, sizeof(span_t));
+      ((span_t *)d)->kind = SPAN_DEAD;
+    }
+  return ok;
+}
+
 /* lithe_collect(true): give back every descriptor unit whose descriptors
- * are all free.  Returns the bytes purged. */
+ * are all free.  Returns the bytes purged.  The free list is taken whole
+ * and sorted, purged and put back outside meta_lock (medium's 18,000
+ * descriptors: a few ms), so other threads meanwhile carve fresh or
+ * purged units instead of waiting. */
 size_t meta_collect(void) {
   size_t ps = os_page_size(), purged = 0;
   pthread_mutex_lock(&meta_lock);
-  size_t u = unit_size, per = unit_descs;
-  if (!span_freed_since || !u || span_free_count < per) {
+  size_t u = unit_size, per = unit_descs, n = span_free_count;
+  if (!span_freed_since || !u || n < per) {
     pthread_mutex_unlock(&meta_lock);
     return 0;
   }
-  /* the free list's addresses, sorted, in a mapping of its own (it must
-   * not come from lithe's heap: meta_lock is held) */
-  size_t n = span_free_count, mapped;
+  span_t *list = span_free_list;
+  span_free_list = NULL;
+  span_free_count = 0;
+  span_freed_since = 0;
+  pthread_mutex_unlock(&meta_lock);
+  /* the list's addresses, sorted, in a mapping of its own (not from
+   * lithe's heap: this may run inside a call of malloc's family) */
+  size_t mapped = 0;
   void *base;
   uintptr_t *a = os_map(n * sizeof *a, 0, &mapped, &base);
-  if (!a) {
-    pthread_mutex_unlock(&meta_lock);
-    return 0;
-  }
-  size_t i = 0;
-  for (span_t *s = span_free_list; s; s = s->next) a[i++] = (uintptr_t)s;
-  lt_assert_cmp(i, ==, n);
-  sort_addrs(a, n);
-  /* runs of whole free units: purged, and taken out of the array (0).
-   * a[i] starts a unit if it is on a page boundary; the unit is free if
-   * its last descriptor is a[i + per - 1] (the addresses are distinct,
-   * so the per of them are all of the unit's). */
-  char *run = NULL, *run_end = NULL;
-  size_t run_first = 0; /* index of the run's first descriptor */
-  for (i = 0; i <= n; i++) {
-    char *unit = i < n ? (char *)a[i] : NULL;
-    bool whole = i + per <= n && ((uintptr_t)unit & (ps - 1)) == 0 &&
-                 a[i + per - 1] == (uintptr_t)unit + (per - 1) * sizeof(span_t);
-    if (whole && unit == run_end) { /* extends the run */
-      run_end += u;
-      i += per - 1;
-      continue;
-    }
-    if (run && range_add(run, (size_t)(run_end - run))) {
-      if (os_purge(run, (size_t)(run_end - run))) {
+  span_t *head = list, *tail = NULL;
+  size_t kept = n;
+  if (a) {
+    size_t i = 0;
+    for (span_t *s = list; s; s = s->next) a[i++] = (uintptr_t)s;
+    lt_assert_cmp(i, ==, n);
+    sort_addrs(a, n);
+    /* runs of whole free units: purged, and taken out of the array (0).
+     * a[i] starts a unit if it is on a page boundary; the unit is free if
+     * its last descriptor is a[i + per - 1] (the addresses are distinct,
+     * so the per of them are all of the unit's). */
+    char *run = NULL, *run_end = NULL;
+    size_t run_first = 0; /* index of the run's first descriptor */
+    for (i = 0; i <= n; i++) {
+      char *unit = i < n ? (char *)a[i] : NULL;
+      bool whole = i + per <= n && ((uintptr_t)unit & (ps - 1)) == 0 &&
+                   a[i + per - 1] == (uintptr_t)unit + (per - 1) * sizeof(span_t);
+      if (whole && unit == run_end) { /* extends the run */
+        run_end += u;
+        i += per - 1;
+        continue;
+      }
+      if (run && run_purge(run, run_end)) {
         memset(&a[run_first], 0, (size_t)(run_end - run) / u * per * sizeof *a);
         purged += (size_t)(run_end - run);
-      } else {
-        /* kept (madvise refused): the node back, and the descriptors
-         * rewritten whole, in case a part of the run was dropped */
-        desc_range_t *r = purged_ranges;
-        purged_ranges = r->next;
-        r->next = node_free;
-        node_free = r;
-        for (size_t k = run_first; k < i; k++) {
-          memset((void *)a[k], 0, sizeof(span_t));
-          ((span_t *)a[k])->kind = SPAN_DEAD;
-        }
+      }
+      run = run_end = NULL;
+      if (whole) {
+        run = unit;
+        run_end = unit + u;
+        run_first = i;
+        i += per - 1;
       }
     }
-    run = run_end = NULL;
-    if (whole) {
-      run = unit;
-      run_end = unit + u;
-      run_first = i;
-      i += per - 1;
+    /* the rest, lowest address first (so the low units fill up and the
+     * high ones stay free for the next collection) */
+    head = NULL;
+    kept = 0;
+    for (i = n; i-- > 0;) {
+      if (!a[i]) continue;
+      span_t *s = (span_t *)a[i];
+      if (!head) tail = s;
+      s->next = head;
+      head = s;
+      kept++;
     }
+  } else {
+    for (tail = list; tail && tail->next; tail = tail->next) {}
   }
-  /* the free list again, lowest address first (so the low pages fill up
-   * and the high ones stay free for the next collection) */
-  span_t *head = NULL;
-  size_t kept = 0;
-  for (i = n; i-- > 0;) {
-    if (!a[i]) continue;
-    span_t *s = (span_t *)a[i];
-    s->next = head;
-    head = s;
-    kept++;
+  pthread_mutex_lock(&meta_lock);
+  if (head) { /* before what was freed meanwhile */
+    tail->next = span_free_list;
+    span_free_list = head;
+    span_free_count += kept;
   }
-  span_free_list = head;
-  span_free_count = kept;
-  span_freed_since = 0;
-  atomic_fetch_add_explicit(&purged_meta, purged, memory_order_relaxed);
-  atomic_fetch_sub_explicit(&os_stats.metadata, purged, memory_order_relaxed);
   pthread_mutex_unlock(&meta_lock);
-  os_unmap(a, mapped);
+  if (a) os_unmap(a, mapped);
   return purged;
 }
 
