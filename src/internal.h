@@ -447,6 +447,7 @@ typedef struct options_s {
   size_t arena_size;
   long purge_delay_ms;
   bool purge_thread;
+  bool hugepages;            /* LITHE_HUGEPAGES: big blocks on huge pages (large.c) */
   bool on_error_ignore;
   uint8_t show_stats;     /* LITHE_SHOW_STATS: 0, STATS_TEXT or STATS_JSON */
   bool verbose;

@@ -61,7 +61,12 @@ _Atomic size_t large_live, xlarge_live, xlarge_bytes, xlarge_cached_bytes;
                                         call to move, a slot); the model
                                         above, 16 ranges biggest first:
                                         1 MiB 18.9k faults, 256 KiB 24.6k */
-/* Huge pages.  A fresh xlarge mapping from malloc (not calloc) of 2 MiB
+/* Huge pages, with LITHE_HUGEPAGES=1 (off by default: on the virtual
+ * machines lithe is measured on, a fresh huge page is often backed by the
+ * host only at its first touch, and bench-bigchurn's first touch of its
+ * 16 blocks took 142-2,087 ms of CPU against 257-449 on 4 KiB pages, six
+ * runs each; docs/design.md, "Huge pages kept whole").  A fresh xlarge
+ * mapping from malloc (not calloc) of 2 MiB
  * or more starts on a 2 MiB boundary and is advised MADV_HUGEPAGE, and the
  * cache keeps its memory in whole huge pages where it can: ranges are cut
  * at 2 MiB multiples from their (aligned) start, a freed piece's odd tail
@@ -80,11 +85,11 @@ _Atomic size_t large_live, xlarge_live, xlarge_bytes, xlarge_cached_bytes;
  * (20 such blocks of 10.3 MiB: RssAnon 6.2 MB on 4 KiB pages, 41.2 MB so);
  * calloc's blocks, often big sparse tables, are left on 4 KiB pages, and
  * a block's last partial 2 MiB (past the last whole huge page of its
- * mapping) is never a huge page.  XHUGE 0 builds without any of it. */
-#ifndef XHUGE
-#define XHUGE ((size_t)2 * MiB)
-#endif
-static inline size_t xhuge_up(size_t n) { return XHUGE ? align_up(n, XHUGE) : n; }
+ * mapping) is never a huge page. */
+#define XHUGE_SIZE ((size_t)2 * MiB)
+/* 2 MiB with LITHE_HUGEPAGES=1, else 0: none of the above */
+#define XHUGE (lithe_opt.hugepages ? XHUGE_SIZE : (size_t)0)
+static inline size_t xhuge_up(size_t n) { return XHUGE ? align_up(n, XHUGE_SIZE) : n; }
 static span_list_t xcache;
 /* Written under pages_lock; xcache_take peeks at it without the lock (a
  * stale 0 only maps afresh), so it is atomic, read and written relaxed. */

@@ -44,7 +44,7 @@ size_t options_parse_size(const char *v) {
  * them run on past a detected double free); they read as unset there.
  * Every option is listed, with its default, range and the reason for the
  * default, in docs/options.md (the options_doc test keeps the two equal). */
-enum { OPT_ARENA_SIZE, OPT_PURGE_DELAY, OPT_PURGE_THREAD, OPT_ON_ERROR, OPT_SHOW_STATS, OPT_VERBOSE, OPT_COUNT };
+enum { OPT_ARENA_SIZE, OPT_PURGE_DELAY, OPT_PURGE_THREAD, OPT_HUGEPAGES, OPT_ON_ERROR, OPT_SHOW_STATS, OPT_VERBOSE, OPT_COUNT };
 static unsigned from_env;  /* bit OPT_x: the value came from the environment */
 static unsigned rejected;  /* bit OPT_x: the environment's value was refused  */
 
@@ -75,6 +75,7 @@ void options_init(void) {
   }
   if ((v = env("LITHE_PURGE_DELAY_MS", OPT_PURGE_DELAY)) != NULL) lithe_opt.purge_delay_ms = strtol(v, NULL, 10);
   if ((v = env("LITHE_PURGE_THREAD", OPT_PURGE_THREAD)) != NULL) lithe_opt.purge_thread = env_true(v);
+  if ((v = env("LITHE_HUGEPAGES", OPT_HUGEPAGES)) != NULL) lithe_opt.hugepages = env_true(v);
   if (lithe_opt.verbose) options_print();
 }
 
@@ -181,7 +182,7 @@ static void options_print(void) {
     write_all(buf, len);
   }
   static const char *const names[OPT_COUNT] = {"LITHE_ARENA_SIZE", "LITHE_PURGE_DELAY_MS",
-                                               "LITHE_PURGE_THREAD", "LITHE_ON_ERROR",
+                                               "LITHE_PURGE_THREAD", "LITHE_HUGEPAGES", "LITHE_ON_ERROR",
                                                "LITHE_SHOW_STATS", "LITHE_VERBOSE"};
   for (unsigned i = 0; i < OPT_COUNT; i++) {
     char buf[160], num[24];
@@ -194,6 +195,7 @@ static void options_print(void) {
         else fmt_dec(num, (uint64_t)lithe_opt.purge_delay_ms);
         break;
       case OPT_PURGE_THREAD: val = lithe_opt.purge_thread ? "1" : "0"; break;
+      case OPT_HUGEPAGES: val = lithe_opt.hugepages ? "1" : "0"; break;
       case OPT_ON_ERROR: val = lithe_opt.on_error_ignore ? "ignore" : "abort"; break;
       case OPT_SHOW_STATS: val = lithe_opt.show_stats == STATS_JSON ? "json" : lithe_opt.show_stats ? "1" : "0"; break;
       default: val = lithe_opt.verbose ? "1" : "0"; break;

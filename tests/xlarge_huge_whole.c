@@ -1,6 +1,7 @@
 /* xlarge_huge_whole — churned big blocks stay on huge pages.
  *
- * malloc's fresh xlarge mappings of 2 MiB or more are advised
+ * With LITHE_HUGEPAGES=1 (CTest sets it), malloc's fresh xlarge mappings
+ * of 2 MiB or more are advised
  * MADV_HUGEPAGE, and the xlarge cache cuts and moves its ranges at 2 MiB
  * multiples so that mremap moves their huge pages whole (large.c, "Huge
  * pages").  A cache that cut ranges at any 8 KiB multiple split them into
