@@ -27,14 +27,8 @@ int main(void) {
   /* three freed blocks of 6, 5 and 4 MiB (kept apart by live ones, so no
    * two are one mapping) */
   static const size_t mb[3] = {6, 5, 4};
-  char *p[3], *sep[3];
-  for (int i = 0; i < 3; i++) {
-    p[i] = malloc(mb[i] * MiB);
-    sep[i] = malloc(2 * MiB);
-    CHECK(p[i] != NULL && sep[i] != NULL);
-    memset(p[i], 0xAA, mb[i] * MiB);
-  }
-  for (int i = 0; i < 3; i++) free(p[i]);
+  char *sep[3];
+  tu_free_apart(mb, 3, sep);
 
   /* 13 MiB: more than any of them, less than all three */
   size_t n = 13 * MiB + 100;

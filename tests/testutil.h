@@ -127,6 +127,22 @@ static inline void tu_free_32mib_of_runs(void) {
   for (int i = 0; i < 64; i++) free(b[i]);
 }
 
+/* Frees n blocks of mib[i] MiB, each written first and kept apart from
+ * the next by a live 2 MiB block (sep[i], the caller frees them), so that
+ * no two of them are one mapping: lithe's xlarge cache then holds n
+ * ranges, each of one of those sizes. */
+static inline void tu_free_apart(const size_t *mib, int n, char **sep) {
+  char *p[16]; /* all made before any is freed: none reuses another */
+  CHECK(n <= 16);
+  for (int i = 0; i < n; i++) {
+    p[i] = (char *)malloc(mib[i] << 20);
+    sep[i] = (char *)malloc((size_t)2 << 20);
+    CHECK(p[i] != NULL && sep[i] != NULL);
+    memset(p[i], 0xAA, mib[i] << 20);
+  }
+  for (int i = 0; i < n; i++) free(p[i]);
+}
+
 /* Prints the mappings of this process holding more than min_kb of RSS
  * (from /proc/self/smaps): where the memory is, when a figure is too high. */
 static inline void tu_print_rss_map(long min_kb) {
