@@ -120,21 +120,31 @@ static char *chunk_map(size_t size) {
   return p;
 }
 
+/* A fresh chunk for the other metadata or for descriptors, which the
+ * caller takes as its own.  The first one either asks for is shared: both
+ * start in it (meta_cur and desc_lo at its bottom, meta_end and desc_top
+ * at its top); any later one ends the sharing, and the side that did not
+ * ask keeps the rest of the shared chunk. */
+static char *chunk_new(size_t bytes) {
+  lt_assert_held(&meta_lock);
+  char *p = chunk_map(bytes);
+  if (!p) return NULL;
+  meta_shared = !meta_end && !desc_top;
+  if (meta_shared) {
+    meta_cur = desc_lo = p;
+    meta_end = desc_top = p + bytes;
+  }
+  return p;
+}
+
 static void *meta_alloc_locked(size_t size) {
   lt_assert_held(&meta_lock);
   size = align_up(size, 64); /* cache-line aligned: no false sharing */
   if ((size_t)(meta_end - meta_cur) < size) {
     size_t unit = chunk_bytes();
     size_t chunk = size > unit ? align_up(size, unit) : unit;
-    char *p = chunk_map(chunk);
+    char *p = chunk_new(chunk); /* descriptors keep the rest of a shared one */
     if (!p) return NULL;
-    if (!desc_top) { /* the first chunk: shared */
-      meta_shared = true;
-      desc_lo = p;
-      desc_top = p + chunk;
-    } else {
-      meta_shared = false; /* descriptors keep the rest of the shared one */
-    }
     meta_cur = p;
     meta_end = p + chunk;
   }
@@ -178,15 +188,8 @@ static bool desc_unit_new(void) {
   if ((size_t)(desc_top - desc_lo) < u) {
     size_t chunk = chunk_bytes() / u * u; /* 3 units of 20 KiB */
     if (!chunk) chunk = u;
-    char *p = chunk_map(chunk);
+    char *p = chunk_new(chunk); /* the other metadata keeps the rest of a shared one */
     if (!p) return false;
-    if (!meta_end) { /* the first chunk: shared */
-      meta_shared = true;
-      meta_cur = p;
-      meta_end = p + chunk;
-    } else {
-      meta_shared = false; /* the other metadata keeps the rest of the shared one */
-    }
     desc_lo = p;
     desc_top = p + chunk;
   }
