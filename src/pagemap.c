@@ -53,7 +53,17 @@ static void publish(size_t i1, span_t **l2) {
   atomic_store_explicit(&lithe_pagemap.l1[i1], (uintptr_t)l2 - i1 * L2_BYTES, memory_order_release);
 }
 
-static bool piece_used(const uint64_t *bits, size_t piece) { return bits[piece / 64] & (1ull << (piece % 64)); }
+/* Bits are only ever set, under pagemap_lock; pagemap_forget reads its
+ * arena's bit (set before the arena was handed out) without the lock while
+ * pagemap_ensure may set another bit of the same word: both sides atomic
+ * (relaxed), or the word is a data race (TSan's stress_threads_collect
+ * caught one). */
+static bool piece_used(const uint64_t *bits, size_t piece) {
+  return __atomic_load_n(&bits[piece / 64], __ATOMIC_RELAXED) & (1ull << (piece % 64));
+}
+static void piece_set(uint64_t *bits, size_t piece) {
+  __atomic_fetch_or(&bits[piece / 64], 1ull << (piece % 64), __ATOMIC_RELAXED);
+}
 
 /* Map piece `piece` of a sparse level based at l2, at its place. */
 static bool map_piece(span_t **l2, size_t piece) {
@@ -120,7 +130,7 @@ static span_t **relevel(size_t i1, span_t **old, size_t want) {
     pieces += piece_used(bits, p) || p == want;
   }
   atomic_fetch_add_explicit(&os_stats.metadata, pieces * L2_PIECE, memory_order_relaxed);
-  bits[want / 64] |= 1ull << (want % 64);
+  piece_set(bits, want);
   l2_sparse[i1] = !dense;
   publish(i1, l2);
   return l2;
@@ -201,16 +211,16 @@ bool pagemap_ensure(const void *p, size_t size) {
         l2_sparse[i1] = true;
         atomic_store_explicit(&any_sparse, true, memory_order_relaxed);
         atomic_fetch_add_explicit(&os_stats.metadata, L2_PIECE, memory_order_relaxed);
-        bits[piece / 64] |= 1ull << (piece % 64);
+        piece_set(bits, piece);
       }
       l2_pieces[i1] = bits;
       publish(i1, l2);
     }
-    if (!(l2_pieces[i1][piece / 64] & (1ull << (piece % 64)))) {
+    if (!piece_used(l2_pieces[i1], piece)) {
       span_t **at = &l2[piece * PIECE_ENTRIES];
       if (!l2_sparse[i1] ? os_commit(at, L2_PIECE) : os_map_at(at, L2_PIECE) != NULL) {
         atomic_fetch_add_explicit(&os_stats.metadata, L2_PIECE, memory_order_relaxed);
-        l2_pieces[i1][piece / 64] |= 1ull << (piece % 64);
+        piece_set(l2_pieces[i1], piece);
       } else if (!l2_sparse[i1] || !relevel(i1, l2, piece)) {
         ok = false; /* out of memory or address space */
         break;
