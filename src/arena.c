@@ -3,7 +3,9 @@
  * Arenas are large regions (64 MiB by default) reserved PROT_NONE and
  * aligned to their size.  Each arena hands out pages bottom-up with a bump
  * pointer and commits (mprotect RW) just ahead of it, in steps that grow
- * with the arena's use: a tiny heap commits 64 KiB, not 64 MiB (seed 000).
+ * with the arena's use: a tiny heap commits 64 KiB, not 64 MiB (committed
+ * memory, and the commit charge, stay proportional to the heap, not to the
+ * reservation; bench-commit measures it).
  *
  * Pages come back as free runs: span descriptors of kind SPAN_FREE, binned
  * by length (exact bins for 1..63 pages, one list above), coalesced with

@@ -35,7 +35,8 @@
 /* L1 index = address bits 47..36 (4096 entries, 32 KiB in .bss);
  * L2 index = bits 35..13 (one 8 KiB page each; 2^23 entries, 64 MiB of
  * PROT_READ reservation per L2, committed in 64 KiB pieces).
- * 2^48 = 8 KiB page * 2^12 L1 * 2^23 L2 (seed 000's relation). */
+ * 2^48 = 8 KiB page * 2^12 L1 * 2^23 L2: the two levels cover the whole
+ * user address space, so no arena placement can fall outside the map. */
 #define L1_SHIFT 36
 #define L1_COUNT ((size_t)1 << (ADDR_BITS - L1_SHIFT))
 #define L2_COUNT ((size_t)1 << (L1_SHIFT - PAGE_SHIFT))

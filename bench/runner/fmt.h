@@ -1,4 +1,5 @@
-/* fmt: how numbers look in the tables (BENCHSPEC 5 and 7.3).
+/* fmt: how numbers look in the tables (docs/runner.md, "Output": benchstat's
+ * scaling and `± %` cells, MallocBench's comparison cells).
  * Returned strings live in the caller's buffer (or, for fmt_p, in a small
  * rotating static buffer). */
 #ifndef LITHE_RUNNER_FMT_H

@@ -65,7 +65,7 @@ void run_parse_line(results *r, int j, int a, int run, const char *line, int *nb
     }
     char *end;
     double it = strtod(iters, &end);
-    if (*end || it == 0) { /* BENCHSPEC 7.1: iteration count 0 = ignore */
+    if (*end || it == 0) { /* benchstat's rule: iteration count 0 = ignore */
       free(copy);
       return;
     }

@@ -129,9 +129,9 @@ void run_parse_line(results *r, int j, int a, int run, const char *line, int *nb
                     int *skipped, char *skipwhy, size_t skipwhylen);
 
 /* table.c --------------------------------------------------------------- */
-/* The MallocBench comparison table (BENCHSPEC 5). */
+/* The MallocBench comparison table (docs/runner.md, "Output" 1). */
 void table_mallocbench(FILE *f, const results *r, const series *s, int ns);
-/* benchstat-style rows, baseline vs each other allocator (BENCHSPEC 7). */
+/* benchstat-style rows, baseline vs each other allocator ("Output" 2). */
 void table_benchstat(FILE *f, const results *r, const series *s, int ns);
 /* markdown: per allocator, in how many MallocBench rows it beats the
  * baseline on time / peak / end (and how many of those are significant) */

@@ -1,4 +1,5 @@
-/* stats: see stats.h. BENCHSPEC sections 6 and 7. */
+/* stats: see stats.h; the method is written out in docs/runner.md,
+ * "Statistics". */
 #include "stats.h"
 
 #include <math.h>

@@ -1,11 +1,12 @@
-/* stats: the numbers behind the comparison (BENCHSPEC sections 6 and 7).
+/* stats: the numbers behind the comparison, as the original benchstat
+ * computes them (docs/runner.md, "Statistics", has the method in full).
  *
- * - Tukey outlier rejection with Hyndman-Fan type 8 quartiles (7.2)
- * - mean +/- worst-case spread (7.3), or median +/- 95% CI (7.6, --median)
+ * - Tukey outlier rejection with Hyndman-Fan type 8 quartiles
+ * - mean +/- worst-case spread, or median +/- 95% CI (--median)
  * - two-sided Mann-Whitney U test: exact (conditional on ties) for small
  *   samples, normal approximation with tie and continuity correction
- *   otherwise (7.4)
- * - geometric / arithmetic / harmonic means skipping zero values (6)
+ *   otherwise
+ * - geometric / arithmetic / harmonic means skipping zero values
  *
  * Pure functions of their inputs; no allocation visible to callers except
  * where documented. Unit-tested by test_stats.c (CTest runner_stats).
@@ -34,12 +35,12 @@ typedef struct {
   int inf;       /* median mode: too few values for the CI -> "± inf" */
 } stats_summary;
 
-/* Mean mode (7.2/7.3): reject outliers, centre = mean of the kept values,
+/* Mean mode: reject outliers, centre = mean of the kept values,
  * lo/hi = min/max of kept values. `kept` (may be NULL) receives the kept
  * values, sorted; it must hold n doubles. */
 stats_summary stats_summarize_mean(const double *x, int n, double *kept);
 
-/* Median mode (7.6): no outlier rejection; centre = median; [lo, hi] =
+/* Median mode: no outlier rejection; centre = median; [lo, hi] =
  * the narrowest symmetric pair of order statistics that covers the median
  * with probability >= conf under the binomial(n, 1/2) law. */
 stats_summary stats_summarize_median(const double *x, int n, double conf);

@@ -1,11 +1,11 @@
 /* table: the two text outputs.
  *
- * 1. The MallocBench comparison table (BENCHSPEC 5): sections Execution
+ * 1. The MallocBench comparison table (docs/runner.md): sections Execution
  *    Time / Peak Memory / Memory at End, one row per MallocBench-style
  *    benchmark (bench-mallocbench and trace replays), the baseline column
  *    and each other allocator with a comparison cell, then geometric,
  *    arithmetic and harmonic mean rows.
- * 2. benchstat rows (BENCHSPEC 7), baseline vs each other allocator, for
+ * 2. benchstat rows, baseline vs each other allocator, for
  *    every metric of every benchmark.
  */
 #include <math.h>

@@ -1,4 +1,6 @@
-/* bench-commit: what a tiny heap costs the process (seed 000).
+/* bench-commit: what a tiny heap costs the process: committed memory must stay
+ * proportional to the heap, not to the address space reserved for arenas
+ * (Go's lesson when it cut its arena size to 4 MiB on 64-bit Windows).
  *
  *   bench-commit
  *

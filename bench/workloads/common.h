@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-/* ---- the allocator shim (BENCHSPEC 1.1) ----------------------------------
+/* ---- the allocator shim --------------------------------------------------
  * The allocator under test is whatever malloc the process resolves to
  * (LD_PRELOAD selects it), so the shim is a set of direct calls. The
  * workload sources are compiled with -fno-builtin-malloc/-free so the
@@ -55,7 +55,7 @@ static inline void bench_pause(void) {}
  * about `ms` milliseconds (no allocation). */
 double bench_tick_hz(int ms);
 
-/* ---- memory figures from /proc/self/status (BENCHSPEC 2.4) ----------------
+/* ---- memory figures from /proc/self/status --------------------------------
  * Read with open/read into a stack buffer: no stdio, no malloc. Values in
  * KiB; -1 when the field is missing. */
 typedef struct {

@@ -1,5 +1,6 @@
 /* bench-mallocbench: the MallocBench-style synthetic workloads
- * (BENCHSPEC 2 and 3.1-3.10, 3.13) with the MallocBench per-process protocol.
+ * of WebKit's MallocBench (docs/benchmarks.md describes each one) with its
+ * per-process protocol.
  *
  *   bench-mallocbench --benchmark NAME [--parallel] [--runs N] [--threads N]
  *       [--heap MB] [--no-warmup] [--quick] [--memory-warning]
@@ -1089,7 +1090,7 @@ static uint64_t run_once(const workload_t *w, int parallel) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* background heap (--heap MB, BENCHSPEC 2.2 step 1)                          */
+/* background heap (--heap MB: the protocol's first step)                    */
 
 #define HEAP_CHUNK_OBJS (1024 * 1024 / 32)
 

@@ -1,5 +1,6 @@
 /* bench-scaling: fixed-size block cache scaling across thread counts
- * (BENCHSPEC 3.15, seed 002: Go's BenchmarkStackGrowth).
+ * (the shape of Go's BenchmarkStackGrowth, whose goroutines take and free
+ * stack blocks: Go's CL 4657091 removed the central lock it contended on).
  *
  *   bench-scaling [--cpu=1,2,4,8,16] [--depth N] [--block B] [--deep]
  *       [--benchtime 1s|500ms|1000x] [--mode batch|loop] [--count K] [--quick]

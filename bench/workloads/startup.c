@@ -1,5 +1,6 @@
 /* bench-startup: many threads make their first allocation at the same
- * instant (BENCHSPEC 3.14, seed 001).
+ * instant: the method of snmalloc's startup benchmark (issue #639, "Startup
+ * improvements"), which showed a new thread's first allocation can be cheap.
  *
  *   bench-startup [--threads T] [--cold | --warm-main] [--format=gobench]
  *
