@@ -322,7 +322,7 @@ int lt_malloc_trim(size_t pad) {
   (void)pad;
   if (!atomic_load_explicit(&lithe_initialized, memory_order_acquire)) return 0;
   size_t before = atomic_load(&os_stats.purges);
-  size_t cached = atomic_load(&xlarge_cached_bytes); /* freed xlarge: unmapped */
+  size_t cached = atomic_load(&stat_xlarge_cached_bytes); /* freed xlarge: unmapped */
   lt_collect(true);
   return atomic_load(&os_stats.purges) != before || cached != 0;
 }

@@ -419,7 +419,7 @@ void pages_waiting(uint64_t freed_ms) {
     if (purger_running) pthread_cond_signal(&purge_cond);
   }
   if (!purger_running && !atomic_load_explicit(&purger_wanted, memory_order_relaxed) &&
-      dirty_bytes + atomic_load_explicit(&xlarge_cached_bytes, memory_order_relaxed) >= PURGE_THREAD_MIN)
+      dirty_bytes + atomic_load_explicit(&stat_xlarge_cached_bytes, memory_order_relaxed) >= PURGE_THREAD_MIN)
     atomic_store_explicit(&purger_wanted, true, memory_order_relaxed);
 }
 
@@ -500,8 +500,8 @@ void pages_fork_child(void) {
 /* What may be resident (limit.c): pages out, free pages not purged,
  * xlarge mappings (live and cached), metadata.  Caller holds the lock. */
 static size_t usage_locked(void) {
-  return in_use_bytes + dirty_bytes + atomic_load_explicit(&xlarge_bytes, memory_order_relaxed) +
-         atomic_load_explicit(&xlarge_cached_bytes, memory_order_relaxed) +
+  return in_use_bytes + dirty_bytes + atomic_load_explicit(&stat_xlarge_bytes, memory_order_relaxed) +
+         atomic_load_explicit(&stat_xlarge_cached_bytes, memory_order_relaxed) +
          atomic_load_explicit(&os_stats.metadata, memory_order_relaxed);
 }
 

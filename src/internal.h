@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "lithe.h"
+#include "names.h"   /* internal symbols link as _lithe_<name> */
 #include "debug.h"   /* lt_assert*: checked invariants of a Debug build */
 
 #define LITHE_API   __attribute__((visibility("default")))
@@ -719,7 +720,7 @@ void *large_alloc(size_t size, size_t align) INTERNAL;
 void *large_alloc_zero(size_t size, size_t align, bool zero) INTERNAL;
 void large_free(span_t *s) INTERNAL;
 void *large_realloc(span_t *s, size_t size) INTERNAL;
-extern _Atomic size_t large_live, xlarge_live, xlarge_bytes, xlarge_cached_bytes INTERNAL;
+extern _Atomic size_t stat_large_live, stat_xlarge_live, stat_xlarge_bytes, stat_xlarge_cached_bytes INTERNAL;
 void xcache_expire(uint64_t now, bool all) INTERNAL; /* pages_lock held */
 void xcache_yield(size_t bytes) INTERNAL;             /* pages_lock held */
 uint64_t xcache_due(void) INTERNAL;                   /* pages_lock held */

@@ -21,13 +21,13 @@
 #include <string.h>
 #include "internal.h"
 
-_Atomic size_t large_live, xlarge_live, xlarge_bytes, xlarge_cached_bytes;
+_Atomic size_t stat_large_live, stat_xlarge_live, stat_xlarge_bytes, stat_xlarge_cached_bytes;
 
 /* ---- the xlarge cache -----------------------------------------------------
  * Freed xlarge memory, kept as ranges, newest first, under pages_lock (the
  * fork handlers already take it).  A range lies inside one kernel mapping
  * (so mremap can move it whole); its pages hold a freed block's bytes.  It
- * is counted in xlarge_cached_bytes (resident and purgeable: pages_usage
+ * is counted in stat_xlarge_cached_bytes (resident and purgeable: pages_usage
  * adds it) and unmapped once it has been free for LITHE_PURGE_DELAY_MS
  * (purge_runs, arena.c, calls xcache_expire), on lithe_collect, or when
  * the cache holds more than XCACHE_MAX ranges or XCACHE_MAX_BYTES (bounds
@@ -122,14 +122,14 @@ static void xcache_add_locked(span_t *r, uint64_t freed_ms) {
   r->freed_ms = freed_ms;
   list_push_front(&xcache, r);
   atomic_fetch_add_explicit(&xcache_n, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&xlarge_cached_bytes, r->map_bytes, memory_order_relaxed);
+  atomic_fetch_add_explicit(&stat_xlarge_cached_bytes, r->map_bytes, memory_order_relaxed);
 }
 
 static void xcache_del_locked(span_t *r) {
   lt_assert_held(&pages_lock);
   list_remove(&xcache, r);
   atomic_fetch_sub_explicit(&xcache_n, 1, memory_order_relaxed);
-  atomic_fetch_sub_explicit(&xlarge_cached_bytes, r->map_bytes, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&stat_xlarge_cached_bytes, r->map_bytes, memory_order_relaxed);
 }
 
 /* Take ranges off, oldest first: all of them, or those expired and any
@@ -141,7 +141,7 @@ static span_t *xcache_trim_locked(uint64_t now, bool all) {
     prev = s->prev;
     bool expired = delay >= 0 && now - s->freed_ms >= (uint64_t)delay;
     if (!all && !expired && atomic_load_explicit(&xcache_n, memory_order_relaxed) <= XCACHE_MAX &&
-        atomic_load_explicit(&xlarge_cached_bytes, memory_order_relaxed) <= XCACHE_MAX_BYTES)
+        atomic_load_explicit(&stat_xlarge_cached_bytes, memory_order_relaxed) <= XCACHE_MAX_BYTES)
       break;
     xcache_del_locked(s);
     s->next = out;
@@ -189,7 +189,7 @@ void xcache_yield(size_t bytes) {
       os_unmap(r->map_base + r->map_bytes - cut, cut);
       r->map_bytes -= cut;
       r->bytes = r->map_bytes;
-      atomic_fetch_sub_explicit(&xlarge_cached_bytes, cut, memory_order_relaxed);
+      atomic_fetch_sub_explicit(&stat_xlarge_cached_bytes, cut, memory_order_relaxed);
       bytes = 0;
     }
   }
@@ -521,8 +521,8 @@ static void *xlarge_alloc(size_t size, size_t align, bool zero) {
         memset(s->start, 0, dirty < size ? dirty : size);
       }
       pagemap_set_one(s->start, s);
-      atomic_fetch_add_explicit(&xlarge_live, 1, memory_order_relaxed);
-      atomic_fetch_add_explicit(&xlarge_bytes, s->map_bytes, memory_order_relaxed);
+      atomic_fetch_add_explicit(&stat_xlarge_live, 1, memory_order_relaxed);
+      atomic_fetch_add_explicit(&stat_xlarge_bytes, s->map_bytes, memory_order_relaxed);
       return s->start;
     }
   }
@@ -554,8 +554,8 @@ static void *xlarge_alloc(size_t size, size_t align, bool zero) {
   s->map_bytes = mapped;
   s->block_size = (uint32_t)(align > PAGE_SIZE ? 1 : 0); /* 1: must keep its alignment */
   pagemap_set_one(p, s);
-  atomic_fetch_add_explicit(&xlarge_live, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&xlarge_bytes, mapped, memory_order_relaxed);
+  atomic_fetch_add_explicit(&stat_xlarge_live, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&stat_xlarge_bytes, mapped, memory_order_relaxed);
   return p;
 }
 
@@ -564,7 +564,7 @@ static void *large_run(span_t *s, size_t size, bool zero) {
   if (!s) return NULL;
   span_set_kind(s, SPAN_LARGE);
   atomic_store_explicit(&s->owner, NULL, memory_order_relaxed);
-  atomic_fetch_add_explicit(&large_live, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&stat_large_live, 1, memory_order_relaxed);
   if (zero && s->dirty) {
     lt_vg_writable(s->start, size); /* valgrind build: freed blocks' pages */
     memset(s->start, 0, size);
@@ -601,8 +601,8 @@ void large_free(span_t *s) {
   if (unlikely(atomic_load_explicit(&s->owner, memory_order_relaxed) != NULL)) userheap_large_forget(s);
   if (s->kind == SPAN_XLARGE) {
     pagemap_set_one(s->start, &freed_xlarge);
-    atomic_fetch_sub_explicit(&xlarge_live, 1, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&xlarge_bytes, s->map_bytes, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&stat_xlarge_live, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&stat_xlarge_bytes, s->map_bytes, memory_order_relaxed);
     if (xcache_put(s)) { pages_purger_poll(); return; }
     os_unmap(s->map_base, s->map_bytes); /* every piece: they lie side by side */
     xpieces_free(s);
@@ -610,8 +610,8 @@ void large_free(span_t *s) {
     return;
   }
   lt_assert_v(s->kind == SPAN_LARGE, s->kind);
-  lt_assert(atomic_load_explicit(&large_live, memory_order_relaxed) > 0);
-  atomic_fetch_sub_explicit(&large_live, 1, memory_order_relaxed);
+  lt_assert(atomic_load_explicit(&stat_large_live, memory_order_relaxed) > 0);
+  atomic_fetch_sub_explicit(&stat_large_live, 1, memory_order_relaxed);
   pages_free(s);
   pages_purger_poll();
 }
@@ -646,7 +646,7 @@ void *large_realloc(span_t *s, size_t size) {
         span_desc_free(p);
       }
       *link = NULL;
-      atomic_fetch_sub_explicit(&xlarge_bytes, s->map_bytes - bytes, memory_order_relaxed);
+      atomic_fetch_sub_explicit(&stat_xlarge_bytes, s->map_bytes - bytes, memory_order_relaxed);
       s->map_bytes = bytes;
     }
     s->bytes = bytes;
@@ -675,7 +675,7 @@ void *large_realloc(span_t *s, size_t size) {
       return NULL;
     }
   }
-  atomic_fetch_add_explicit(&xlarge_bytes, bytes - s->map_bytes, memory_order_relaxed);
+  atomic_fetch_add_explicit(&stat_xlarge_bytes, bytes - s->map_bytes, memory_order_relaxed);
   s->start = s->map_base = q;
   s->bytes = s->map_bytes = bytes;
   pagemap_set_one(q, s);

@@ -16,9 +16,9 @@ LITHE_API void lithe_stats_get(lithe_stats_t *out) {
   out->metadata = atomic_load(&os_stats.metadata);
   out->os_calls = atomic_load(&os_stats.os_calls);
   out->purges = atomic_load(&os_stats.purges);
-  out->xlarge_live = atomic_load(&xlarge_live);
-  out->xlarge_bytes = atomic_load(&xlarge_bytes);
-  out->large_live = atomic_load(&large_live);
+  out->xlarge_live = atomic_load(&stat_xlarge_live);
+  out->xlarge_bytes = atomic_load(&stat_xlarge_bytes);
+  out->large_live = atomic_load(&stat_large_live);
   if (!atomic_load(&lithe_initialized)) return;
   pthread_mutex_lock(&pages_lock);
   out->arenas = pages_arena_count();

@@ -13,6 +13,6 @@ shift || true
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 cc -O2 -fno-builtin -I"$here/../../src" -I"$here/../../include" -o "$out/layout_ab" "$here/layout_ab.c"
-off=$(nm "$lib" | awk '$3 == "prof_mode" { print $1 }')
-[ -n "$off" ] || { echo "layout-ab.sh: no prof_mode symbol in $lib (stripped?)"; exit 1; }
+off=$(nm "$lib" | awk '$3 == "_lithe_prof_mode" { print $1 }')
+[ -n "$off" ] || { echo "layout-ab.sh: no _lithe_prof_mode symbol (src/names.h) in $lib (stripped?)"; exit 1; }
 PROF_MODE_OFF=$off LITHE_PROF=1 LITHE_PROF_PREFIX="$out/p" LD_PRELOAD="$lib" "$out/layout_ab" "$@"
