@@ -327,18 +327,24 @@ refused:
   return q ? h : NULL;
 }
 
-/* Cached ranges that lie side by side, enough of them to hold `bytes`,
- * taken as a block of several pieces where they lie (no system call), or
- * NULL.  Such ranges are most often the pieces of a block that was
- * assembled and freed whole: xcache_put caches each piece apart, and
- * without this every later request of the same size moved them all again.
- * The run chosen is the smallest that holds the block (then the one of
- * fewest pieces); a remainder of XPIECE_MIN or more of its last piece
- * stays cached.  MallocBench's stress_aligned asks, at each size from
- * 16 MiB to 2 GiB, 22 times for nearly that many bytes (aligned to 8 B ..
- * 8 KiB, and 128 B more), freeing each at once, with 50 MB of 1-4 MiB
- * blocks cached: 2,035 mremaps per run, its time 1.9x glibc's; with this,
- * the size and its 8 KiB more are assembled once each. */
+/* Cached ranges that lie side by side and hold `bytes` with less than
+ * XPIECE_MIN to spare, taken as a block of several pieces where they lie
+ * (no system call), or NULL.  Such ranges are most often the pieces of a
+ * block that was assembled and freed whole: xcache_put caches each piece
+ * apart, and without this every later request of the same size moved
+ * them all again.  The run chosen is the smallest that holds the block
+ * (then the one of fewest pieces).  MallocBench's stress_aligned asks, at
+ * each size from 16 MiB to 2 GiB, 22 times for nearly that many bytes
+ * (aligned to 8 B .. 8 KiB, and 128 B more), freeing each at once, with
+ * 50 MB of 1-4 MiB blocks cached: 2,035 mremaps per run, its time 1.9x
+ * glibc's; with this, the size and its 8 KiB more are assembled once
+ * each.  A run with more to spare is left to xassemble (the biggest
+ * ranges first): taken in place with its last piece cut, its small pieces
+ * served big blocks, the ranges multiplied (35 cached on average against
+ * 31) and more blocks found that 16 of them could not hold them --
+ * bench-bigchurn's ops made 20.1-21.7k minor faults, 15.4k so, as before
+ * side-by-side reuse (stress_aligned's takes the same: 111 blocks from
+ * side-by-side ranges a run). */
 #define XRUN_MAX (XCACHE_MAX + 2 * XPIECES_MAX) /* ranges looked at */
 static span_t *xcache_take_adjacent(size_t bytes) {
   lt_assert_held(&pages_lock);
@@ -365,21 +371,9 @@ static span_t *xcache_take_adjacent(size_t bytes) {
       best_len = len;
     }
   }
-  if (!best_k) return NULL;
-  span_t *h = by_addr[best], *last = by_addr[best + best_k - 1], **link = &h->map_next;
-  /* the block keeps whole huge pages: a rest cut off at any 8 KiB would
-   * split one, and moving that rest later splits it for good */
-  size_t keep = xhuge_up(bytes), cut = best_len > keep ? best_len - keep : 0;
-  size_t rest_at = last->map_bytes - cut; /* cut < last's length: it reached bytes */
-  span_t *rest;
-  if (cut >= XPIECE_MIN && (rest = span_desc_alloc())) {
-    rest->kind = SPAN_XLARGE;
-    rest->map_base = last->map_base + rest_at;
-    rest->map_bytes = cut;
-    xcache_add_locked(rest, last->freed_ms);
-    last->map_bytes = rest_at; /* so its xcache_del_locked counts only that */
-    best_len = keep;
-  }
+  /* (the block keeps whole huge pages: it may hold up to the next 2 MiB) */
+  if (!best_k || (best_len > xhuge_up(bytes) && best_len - xhuge_up(bytes) >= XPIECE_MIN)) return NULL;
+  span_t *h = by_addr[best], **link = &h->map_next;
   for (unsigned i = best; i < best + best_k; i++) {
     span_t *p = by_addr[i];
     xcache_del_locked(p);
