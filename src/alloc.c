@@ -116,7 +116,7 @@ static inline span_t *checked_span(const char *op, const void *p) {
  * heap.c, heap_bin_spill). */
 static inline bool small_freed(span_t *s, block_t *b) {
   heap_t *h = lithe_tls_heap;
-  return (block_key(b) == span_free_key(s) || b == h->bin[s->cls] ||
+  return (block_key(b) == span_free_key(s) || b == h->bins->bin[s->cls] ||
           b == TF_PTR(atomic_load_explicit(&s->thread_free, memory_order_relaxed))) &&
          is_double_free(s, b);
 }

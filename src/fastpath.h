@@ -15,43 +15,66 @@ void heap_bin_spill(heap_t *h, span_t *s, block_t *b) INTERNAL;
 void *lithe_bin_pop_corrupt(size_t n, unsigned c, heap_t *h, block_t *b) INTERNAL; /* span.c */
 #endif
 
+/* This thread's bins (internal.h, heap_bins_t), addressed from the TLS
+ * offset alone.  x86-64: the offset (initial-exec: one load from the GOT)
+ * as a __seg_fs pointer, so that every access is %fs:(offset, class,
+ * scale) and the offset's register serves them all (through
+ * &lithe_tls_bins the compiler reads %fs:0 and adds the offset, the two
+ * instructions the heap pointer's load took).  Elsewhere, and under
+ * ThreadSanitizer, the variable itself. */
+#if defined(__x86_64__) && defined(__SEG_FS) && !LT_TSAN
+#define LT_TLS_SEG 1
+typedef heap_bins_t __seg_fs tls_bins_t;
+static inline tls_bins_t *tls_bins(void) {
+  uintptr_t off;
+  __asm__("movq lithe_tls_bins@gottpoff(%%rip), %0" : "=r"(off));
+  return (tls_bins_t *)off;
+}
+#else
+#define LT_TLS_SEG 0
+typedef heap_bins_t tls_bins_t;
+static inline tls_bins_t *tls_bins(void) { return &lithe_tls_bins; }
+#endif
+
 /* malloc: every small size (<= SMALL_MAX) is one table lookup away from
- * its class (internal.h, lut_index); pop the heap's bin of that class.
- * Before set-up (and on a thread without a heap yet) h is the shared
- * empty heap, whose bins are all NULL, so the first malloc lands in the
- * slow path that sets everything up.  A block handed out keeps neither
- * the free-list link (word 0) nor the free key (word 1). */
+ * its class (internal.h, lut_index); pop this thread's bin of that class.
+ * Before set-up (and on a thread without a heap) the bins are all NULL,
+ * so the first malloc lands in the slow path that sets everything up.  A
+ * block handed out keeps neither the free-list link (word 0) nor the free
+ * key (word 1). */
 static inline void *malloc_inline(size_t n) {
-  heap_t *h = lithe_tls_heap;
-#if defined(__x86_64__)
-  /* h in rdx: GCC 12 left it in rax, the return register, and moved the
-   * block there at the end (one move more) */
-  __asm__("" : "+d"(h));
+  tls_bins_t *t = tls_bins();
+#if LT_TLS_SEG
+  /* the offset in rdx: GCC 12 left it in rax, the return register, and
+   * moved the block there at the end (one move more) */
+  __asm__("" : "+d"(t));
 #endif
   if (likely(n <= SMALL_MAX)) {
     unsigned c = class_lut[lut_index(n)];
-    block_t *b = h->bin[c];
+    block_t *b = t->bin[c];
     if (likely(b != NULL)) {
       lt_assert_block(pagemap_lookup(b), b); /* a corrupted bin stops here (Debug) */
       /* heap profiling: one subtract and one compare (prof.c); b != NULL
-       * proves h is this thread's own heap, not the shared empty one */
-      if (prof_due(h, n)) return prof_malloc(n, h); /* a tail jump; n stays in its register */
+       * proves the thread has a heap of its own (the slow paths below
+       * load it) */
+      t->prof_left = (intptr_t)((uintptr_t)t->prof_left - n); /* wraps, never UB */
+      if (unlikely(t->prof_left < 0)) return prof_malloc(n, lithe_tls_heap); /* a tail jump */
 #if LITHE_SECURE
       /* hardened build: a bad link leaves by a tail jump too (span.c), so
        * nothing stays live across a call and no register is saved */
       block_t *next = block_next(b);
-      if (unlikely(link_bad(next))) return lithe_bin_pop_corrupt(n, c, h, b);
-      h->bin[c] = next;
+      if (unlikely(link_bad(next))) return lithe_bin_pop_corrupt(n, c, lithe_tls_heap, b);
+      t->bin[c] = next;
 #else
-      h->bin[c] = block_pop_next(b);
+      t->bin[c] = block_pop_next(b);
 #endif
-      h->bin_room[c]++;
+      t->bin_room[c]++;
       block_clear(b); /* a block handed out holds no heap address */
       return b;
     }
   }
   if (unlikely(n > ALLOC_MAX)) { errno = ENOMEM; return NULL; }
-  return heap_malloc_generic(h, n);
+  return heap_malloc_generic(lithe_tls_heap, n);
 }
 
 /* The owner's free of a block of span s onto s itself (a full bin):
@@ -70,10 +93,11 @@ static inline void span_push(heap_t *h, span_t *s, block_t *b) {
  * block free. */
 static inline void bin_push(heap_t *h, span_t *s, block_t *b, uintptr_t key) {
   unsigned c = s->cls;
+  heap_bins_t *t = h->bins;
   block_set_key(b, key);
-  if (likely(--h->bin_room[c] >= 0)) {
-    block_set_next(b, h->bin[c]);
-    h->bin[c] = b;
+  if (likely(--t->bin_room[c] >= 0)) {
+    block_set_next(b, t->bin[c]);
+    t->bin[c] = b;
     return;
   }
   heap_bin_spill(h, s, b);
@@ -122,8 +146,8 @@ static inline bool small_carved_start(const span_t *s, size_t off) {
  * thread's bin while it has room).  What must not enter a thread's bin
  * fails the room test and leaves through heap_bin_spill: a first-class
  * heap's block (its span's bin_cls is 0, bin 0's room is never above 0)
- * and a free by a thread with no heap (the shared empty heap's rooms stay
- * at or below 0). */
+ * and a free by a thread with no heap (its TLS rooms stay at or below
+ * 0). */
 void free_unmapped(void *p) INTERNAL; /* alloc.c */
 static inline __attribute__((always_inline)) void free_span(void *p, span_t *s);
 static inline void free_inline(void *p) {
@@ -153,38 +177,30 @@ static inline __attribute__((always_inline)) void free_span(void *p, span_t *s) 
   block_t *b = p;
   uintptr_t key = span_free_key(s);
   if (unlikely(!small_carved_start(s, off) || block_key(b) == key)) goto slow;
-  heap_t *h = lithe_tls_heap;
-#if LT_TSAN
-  /* ThreadSanitizer: the shared empty heap's rooms are decremented by
-   * every thread that has no heap yet (a race heap_bin_spill shows
-   * harmless); here they are left alone, as before */
-  if (unlikely(span_owner_fast(s) != h)) {
-    heap_free_remote(s, b);
-    return;
-  }
-#endif
+  tls_bins_t *t = tls_bins();
   unsigned c = s->bin_cls;
-  block_t *head = h->bin[c];
+  block_t *head = t->bin[c];
   /* b at the head of the bin: freed just before, its key overwritten */
   if (unlikely(b == head)) goto slow;
   block_set_key(b, key);
   /* decrement first (one read-modify-write and a sign test); a full bin
    * undoes it, off the fast path.  In asm on x86-64: GCC 12 computes
    * c + 0x52 into a register (an lea) to address bin_room[c] at 0x148,
-   * in every C spelling tried */
-#if defined(__x86_64__)
-  __asm__ goto("subl $1, %c[off](%[h],%q[c],4)\n\tjs %l[full]"
-                : : [h] "r"(h), [c] "r"((uintptr_t)c), [off] "i"(offsetof(heap_t, bin_room))
+   * in every C spelling tried (with bin_room first, bin[c] got the lea) */
+#if LT_TLS_SEG
+  __asm__ goto("subl $1, %%fs:%c[off](%[t],%q[c],4)\n\tjs %l[full]"
+                : : [t] "r"(t), [c] "r"((uintptr_t)c), [off] "i"(offsetof(heap_bins_t, bin_room))
                 : "cc", "memory" : full);
 #else
-  if (unlikely(--h->bin_room[c] < 0)) goto full;
+  if (unlikely(--t->bin_room[c] < 0)) goto full;
 #endif
   block_set_next(b, head);
-  h->bin[c] = b;
+  t->bin[c] = b;
   return;
 full:
-  heap_bin_spill(h, s, b); /* full: to the span (out of line, so the
-                              decrement above stays one instruction) */
+  /* full, or no heap (its rooms are 0): to the span (out of line, so the
+   * decrement above stays one instruction) */
+  heap_bin_spill(lithe_tls_heap, s, b);
   return;
 slow:
   free_slow(p, "free");

@@ -37,8 +37,14 @@
 #define EMPTY_ROW(x) [0 ... NCLASSES - 1] = x
 
 span_t lithe_empty_span = {.kind = SPAN_SMALL};
-heap_t lithe_empty_heap = {.current = {EMPTY_ROW(&lithe_empty_span)}};
+heap_t lithe_empty_heap = {.bins = &lithe_empty_heap.bins_own, .current = {EMPTY_ROW(&lithe_empty_span)}};
 __thread heap_t *lithe_tls_heap __attribute__((tls_model("initial-exec"))) = &lithe_empty_heap;
+/* The bins of this thread's heap (internal.h, heap_bins_t): all NULL and
+ * every room 0 while the thread has no heap (before its first heap, and
+ * after heap_thread_exit), so malloc's pop finds nothing and free's room
+ * decrement goes below 0, both into the slow paths, which look at
+ * lithe_tls_heap. */
+__thread heap_bins_t lithe_tls_bins __attribute__((tls_model("initial-exec")));
 
 /* heaps_lock and abandoned_lock are held for a few hundred instructions by
  * threads that start or exit together: adaptive (glibc's), a waiter spins
@@ -91,11 +97,34 @@ static void abandoned_remove(span_t *s) {
 }
 static pthread_key_t heap_key;
 
+/* A heap's bins back in the heap itself, empty (a heap leaving its
+ * thread: its TLS block goes with the thread).  Under heaps_lock (or in a forked child), so that
+ * the scans of other heaps' bins (heaps_bin_has, heaps_binned) never read
+ * a thread's TLS block after the thread has gone. */
+static void heap_bins_detach(heap_t *h) {
+  memset(&h->bins_own, 0, sizeof h->bins_own);
+  h->bins_own.prof_left = h->bins->prof_left;
+  h->bins = &h->bins_own;
+}
+
+/* Are h's bins where h->bins says, readable: its own, this thread's TLS
+ * block, or the TLS block of a thread that has not gone (its slot there
+ * still names h)?  A heap whose thread went without its exit (found by
+ * heap_find_lost later) points at a TLS block that may be unmapped, or
+ * another thread's.  A process where process_vm_readv is refused (-1):
+ * yes, as every live heap's thread is there but such lost ones. */
+static bool heap_bins_reachable(heap_t *h) {
+  if (h->bins == &h->bins_own || h->bins == &lithe_tls_bins) return true;
+  heap_t *in_slot;
+  int r = os_peek(h->tls_slot, &in_slot, sizeof in_slot);
+  return r < 0 || (r == 1 && in_slot == h);
+}
+
 /* After its heap is torn down a thread may still allocate, from a later
  * pthread key destructor.  A new heap then could outlive the destructor
  * rounds and leak; such late allocations use this shared heap, under a
  * lock, instead.  Nobody owns it, so all frees into it are remote. */
-static heap_t fallback_heap = {.current = {EMPTY_ROW(&lithe_empty_span)}};
+static heap_t fallback_heap = {.bins = &fallback_heap.bins_own, .current = {EMPTY_ROW(&lithe_empty_span)}};
 pthread_mutex_t fallback_lock = LOCK_INIT; /* not static: debug.c ranks it */
 static __thread bool tls_heap_gone __attribute__((tls_model("initial-exec")));
 
@@ -209,10 +238,10 @@ static void span_free_remote(span_t *s, block_t *b);
  * is set, the decrement of bin_room done).  free_inline pushes every block
  * on the freeing thread's bin, the owner's or another heap's (as
  * heap_free_remote does), with no owner test, so three kinds come here:
- *  - a thread with no heap yet: h is the shared empty heap, whose rooms
- *    are only ever 0 or below (a decrement by one such thread and this
- *    store of 0 by another race, and every value either writes is <= 0),
- *    so its bins stay empty; b goes to its span's thread_free;
+ *  - a thread with no heap (yet, or any more): h is the shared empty
+ *    heap, and the room decremented was the thread's own in its TLS
+ *    block, only ever 0 or below (set back to 0 here), so its bins stay
+ *    empty; b goes to its span's thread_free;
  *  - a block of a first-class heap (bin_cls 0: bin 0 serves no size, its
  *    room stays 0 in every heap): to its span, which the heap collects;
  *  - a full bin: the decrement is undone and b goes to its span (its
@@ -225,7 +254,7 @@ void heap_bin_spill(heap_t *h, span_t *s, block_t *b) {
   /* the heap-less free first, in a function that saves no register: a
    * thread that only frees (a consumer) comes here at every free */
   if (unlikely(h == &lithe_empty_heap)) {
-    __atomic_store_n(&h->bin_room[s->bin_cls], 0, __ATOMIC_RELAXED);
+    lithe_tls_bins.bin_room[s->bin_cls] = 0; /* the thread's own: no race */
     span_free_remote(s, b);
     return;
   }
@@ -234,9 +263,9 @@ void heap_bin_spill(heap_t *h, span_t *s, block_t *b) {
 
 static NOINLINE void bin_spill_heap(heap_t *h, span_t *s, block_t *b) {
   unsigned c = s->bin_cls;
-  h->bin_room[c]++;
+  h->bins->bin_room[c]++;
   if (unlikely(c == 0)) {
-    lt_assert_cmp(h->bin_room[0], ==, 0);
+    lt_assert_cmp(h->bins->bin_room[0], ==, 0);
     span_free_remote(s, b);
     return;
   }
@@ -262,10 +291,10 @@ static void give_back_list(heap_t *h, block_t *b) {
 /* Empty every bin back into the spans. */
 static void heap_bins_flush(heap_t *h) {
   for (unsigned c = 1; c < NCLASSES; c++) {
-    block_t *b = h->bin[c];
+    block_t *b = h->bins->bin[c];
     if (!b) continue;
-    h->bin[c] = NULL;
-    h->bin_room[c] = (int32_t)h->bin_cap[c];
+    h->bins->bin[c] = NULL;
+    h->bins->bin_room[c] = (int32_t)h->bin_cap[c];
     give_back_list(h, b);
   }
 }
@@ -283,10 +312,10 @@ void heap_decay(heap_t *h) {
 }
 
 static inline void *bin_pop(heap_t *h, unsigned cls) {
-  block_t *b = h->bin[cls];
+  block_t *b = h->bins->bin[cls];
   lt_assert_block(pagemap_lookup(b), b);
-  h->bin[cls] = block_pop_next(b);
-  h->bin_room[cls]++;
+  h->bins->bin[cls] = block_pop_next(b);
+  h->bins->bin_room[cls]++;
   block_clear(b); /* as malloc_inline: no free-list link left behind */
   return b;
 }
@@ -311,16 +340,28 @@ static void *bin_refill(heap_t *h, span_t *s, unsigned cls) {
   s->free = NULL;
   s->nfree = 0;
   s->used += n;
-  h->bin[cls] = block_pop_next(b);
-  h->bin_room[cls] = (int32_t)cap - (int32_t)(n - 1);
+  h->bins->bin[cls] = block_pop_next(b);
+  h->bins->bin_room[cls] = (int32_t)cap - (int32_t)(n - 1);
   block_clear(b);
   return b;
+}
+
+/* What h->bins points at, copied to *out (false: not readable): another
+ * thread's TLS block is read with os_peek, as a heap whose thread has
+ * gone without its exit may point at an unmapped one (heap_bins_reachable;
+ * heaps_lock held: a thread that exits detaches its bins under it). */
+static bool heap_bins_copy(heap_t *h, void *out, size_t off, size_t n) {
+  const char *at = (const char *)h->bins + off;
+  int r = h->bins == &h->bins_own || h->bins == &lithe_tls_bins ? -1 : os_peek(at, out, n);
+  if (r < 0) memcpy(out, at, n); /* (process_vm_readv refused: as a live heap's) */
+  return r != 0;
 }
 
 bool heap_bin_has(heap_t *h, unsigned cls, const block_t *b) {
   /* may be another thread's bin: bounded, and every link is checked to be
    * a handed-out part of a small span before it is followed */
-  const block_t *x = h->bin[cls];
+  const block_t *x;
+  if (!heap_bins_copy(h, &x, offsetof(heap_bins_t, bin) + cls * sizeof x, sizeof x)) return false;
   for (uint32_t i = 0; x && i <= BIN_MAX_BLOCKS + 1; i++) {
     if (x == b) return true;
     span_t *t = pagemap_lookup(x);
@@ -330,16 +371,16 @@ bool heap_bin_has(heap_t *h, unsigned cls, const block_t *b) {
   return false;
 }
 
-/* Is b, a block of s, in a bin: its owner's (looked at first, without a
- * lock, as before bins could hold other heaps' blocks) or any thread
- * heap's (heap_free_remote files a freed block of another heap's span in
- * the freeing thread's bin)?  The misuse path only: a free that found the
- * free key in the block. */
+/* Is b, a block of s, in a bin: its owner's (looked at first) or any
+ * thread heap's (heap_free_remote files a freed block of another heap's
+ * span in the freeing thread's bin)?  The misuse path only: a free that
+ * found the free key in the block.  Under heaps_lock: all_heaps (heaps
+ * are never freed), and a thread's bins stay in its TLS block while it
+ * is held. */
 bool heaps_bin_has(span_t *s, const block_t *b) {
+  pthread_mutex_lock(&heaps_lock);
   heap_t *o = atomic_load_explicit(&s->owner, memory_order_acquire);
-  if (o && heap_bin_has(o, s->cls, b)) return true;
-  bool found = false;
-  pthread_mutex_lock(&heaps_lock); /* all_heaps; heaps are never freed */
+  bool found = o && heap_bin_has(o, s->cls, b);
   for (heap_t *h = all_heaps; h && !found; h = h->next_all)
     if (h != o) found = heap_bin_has(h, s->cls, b);
   pthread_mutex_unlock(&heaps_lock);
@@ -388,6 +429,10 @@ static heap_t *heap_find_lost_scan(void) {
     int r = os_peek(h->tls_slot, &in_slot, sizeof in_slot);
     if (r == 0 || (r == 1 && in_slot != h)) {
       lost_cursor = h->next_all;
+      /* its bins were in the dead thread's TLS block, which is unmapped
+       * now or another thread's: their blocks are lost (they stay `used`
+       * in their spans, which stay abandoned) */
+      heap_bins_detach(h);
       heap_abandon(h); /* its thread is gone: as its exit would have */
       return h;
     }
@@ -427,9 +472,11 @@ static heap_t *heap_thread_init(void) {
     heaps_created++;
     for (unsigned c = 0; c < NCLASSES; c++) h->current[c] = &lithe_empty_span;
     memset(h->spans_made, 0, sizeof h->spans_made);
-    h->prof_left = prof_heap_start();
-    memset(h->bin, 0, sizeof h->bin); /* a pooled heap's bins are empty */
-    memset(h->bin_room, 0, sizeof h->bin_room);
+    /* the bins in this thread's TLS block: empty (a thread without a
+     * heap has nothing in them) */
+    memset(&lithe_tls_bins, 0, sizeof lithe_tls_bins);
+    h->bins = &lithe_tls_bins;
+    h->bins->prof_left = prof_heap_start();
     memset(h->bin_cap, 0, sizeof h->bin_cap);
     memset(h->bin_spilled, 0, sizeof h->bin_spilled);
     /* under the lock: a forked child and heap_find_lost trust these */
@@ -628,7 +675,7 @@ static span_t *heap_span_new(heap_t *h, unsigned cls) {
    * other sizes' blocks were reused from their bins right after. */
   size_t binned = 0;
   for (unsigned c = 1; c < NCLASSES; c++)
-    binned += (size_t)((int64_t)h->bin_cap[c] - h->bin_room[c]) * class_size[c];
+    binned += (size_t)((int64_t)h->bin_cap[c] - h->bins->bin_room[c]) * class_size[c];
   if (binned >= BIN_FLUSH_BYTES) {
     heap_bins_flush(h);
     if ((s = cache_take(h, cls, bytes, first))) return s;
@@ -701,7 +748,7 @@ void *heap_malloc_class(heap_t *h, unsigned cls) {
      * thread's first block), by its class size */
     if (prof_due(h, class_size[cls])) return prof_malloc(class_size[cls], h);
   }
-  if (h->bin[cls]) return bin_pop(h, cls); /* memalign's way in */
+  if (h->bins->bin[cls]) return bin_pop(h, cls); /* memalign's way in */
   heap_decay(h);
   for (;;) {
     span_t *s = h->current[cls];
@@ -811,10 +858,7 @@ static void span_free_remote(span_t *s, block_t *b) {
  * whole, without looking at bins (their bin_cls is 0, a bin that never
  * has room).  The push is free_inline's own, and a full bin, like the
  * owner's, is heap_bin_spill's; this path serves the slow paths
- * (alloc.c's small_free) and the ThreadSanitizer build, where free_inline
- * sends other heaps' blocks here so that a thread with no heap yet does
- * not decrement the shared empty heap's rooms (a harmless race, which
- * TSan would report). */
+ * (alloc.c's small_free). */
 void heap_free_remote(span_t *s, block_t *b) {
   heap_t *h = lithe_tls_heap;
   block_set_key(b, span_free_key(s));
@@ -823,14 +867,14 @@ void heap_free_remote(span_t *s, block_t *b) {
     return;
   }
   unsigned c = s->bin_cls;
-  block_t *head = h->bin[c];
+  block_t *head = h->bins->bin[c];
   if (unlikely(b == head)) { /* the head of our bin is free: its key was overwritten */
     lithe_report("free", b, "double free");
     return;
   }
-  if (likely(--h->bin_room[c] >= 0)) {
+  if (likely(--h->bins->bin_room[c] >= 0)) {
     block_set_next(b, head);
-    h->bin[c] = b;
+    h->bins->bin[c] = b;
     return;
   }
   heap_bin_spill(h, s, b);
@@ -1005,22 +1049,32 @@ static void span_discard(span_t *s, void *arg) {
 
 void heap_discard_all(heap_t *h) {
   heap_quiesce(h);
-  memset(h->bin, 0, sizeof h->bin);
+  memset(h->bins->bin, 0, sizeof h->bins->bin);
   heap_spans_each(h, span_discard, NULL);
 }
 
+/* The key's value (arg) is not trusted: a program that sets a key it has
+ * not created yet (pthread_setspecific(0, v) with its pthread_key_t still
+ * 0, as api_lifecycle's first thread does) overwrites lithe's, and then
+ * the destructor gets its block.  The exiting thread's own slot names its
+ * heap. */
 void heap_thread_exit(void *arg) {
-  heap_t *h = arg;
-  if (!h || h == &lithe_empty_heap) return;
+  (void)arg;
+  heap_t *h = lithe_tls_heap;
+  if (h == &lithe_empty_heap) return;
   heap_abandon(h);
   pthread_mutex_lock(&heaps_lock);
   h->live = false;
+  heap_bins_detach(h); /* (empty now) */
   h->next_pool = heap_pool;
   heap_pool = h;
   heaps_live--;
   pthread_mutex_unlock(&heaps_lock);
   /* only now: while h is live, its thread's slot names it (heap_find_lost) */
   lithe_tls_heap = &lithe_empty_heap;
+  /* the flush left the rooms at the capacities: 0, so that a later free
+   * by this thread goes to heap_bin_spill, which sends it to the span */
+  memset(&lithe_tls_bins, 0, sizeof lithe_tls_bins);
   tls_heap_gone = true;
 }
 
@@ -1029,12 +1083,14 @@ void heap_thread_exit(void *arg) {
 void heaps_binned(uint64_t out[NCLASSES]) {
   memset(out, 0, NCLASSES * sizeof out[0]);
   pthread_mutex_lock(&heaps_lock);
-  for (heap_t *h = all_heaps; h; h = h->next_all)
+  for (heap_t *h = all_heaps; h; h = h->next_all) {
+    int32_t room[NCLASSES];
+    if (!heap_bins_copy(h, room, offsetof(heap_bins_t, bin_room), sizeof room)) continue;
     for (unsigned c = 1; c < NCLASSES; c++) {
-      int64_t n = (int64_t)__atomic_load_n(&h->bin_cap[c], __ATOMIC_RELAXED) -
-                  __atomic_load_n(&h->bin_room[c], __ATOMIC_RELAXED);
+      int64_t n = (int64_t)__atomic_load_n(&h->bin_cap[c], __ATOMIC_RELAXED) - room[c];
       if (n > 0) out[c] += (uint64_t)n;
     }
+  }
   pthread_mutex_unlock(&heaps_lock);
 }
 
@@ -1100,7 +1156,12 @@ static inline bool orphan_owns(heap_t *h, span_t *s) {
  * followed into a span that is not h's. */
 static void fork_child_orphan(heap_t *h) {
   atomic_store_explicit(&h->remote_spans, NULL, memory_order_relaxed);
-  heap_bins_flush(h); /* the blocks in its bins back to their spans */
+  /* the blocks in its bins back to their spans: its bins are in its
+   * thread's TLS block, which the child has a copy of while the slot in
+   * it still names h (a heap whose thread had gone without its exit,
+   * heap_find_lost, has lost them) */
+  if (heap_bins_reachable(h)) heap_bins_flush(h);
+  heap_bins_detach(h);
   for (span_t *s = h->full.first; s; s = s->next)
     if (orphan_owns(h, s))
       atomic_fetch_and_explicit(&s->thread_free, ~(uintptr_t)TF_MASK, memory_order_relaxed);

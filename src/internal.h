@@ -400,17 +400,26 @@ typedef struct span_list_s {
 
 /* ---- thread heap ------------------------------------------------------- */
 
-typedef struct heap_s {
-  /* the fast path: malloc pops bin[cls], the owner's free pushes on it.
-   * bin[] first: at offset 0, GCC addresses bin[c] as (h, c, 8) for both
-   * the load and the store of a push, where any other offset made it
-   * compute the address into a register first (one instruction more). */
+/* A thread heap's bins live in the thread's initial-exec TLS block
+ * (lithe_tls_bins, heap.c), so that malloc and free address them as
+ * %fs:(offset, class, 8) from the TLS offset alone, without loading the
+ * heap pointer first (one load fewer in each; docs/design.md, "Where the
+ * instructions go").  A heap reaches its bins through heap_t.bins: its
+ * thread's TLS block while it is a live thread heap, its own bins_own
+ * otherwise (lithe_heap_t's, the shared empty and fallback heaps, a heap
+ * in the pool).  500 bytes of static TLS. */
+typedef struct heap_bins_s {
   block_t *bin[NCLASSES];             /* free blocks of the class, LIFO  */
   int32_t bin_room[NCLASSES];         /* pushes left before it is full   */
   /* Bytes left before the next heap-profile sample: malloc subtracts its
    * size and goes to prof.c when this drops below 0 (prof.c sets it to
    * INTPTR_MAX when profiling is off, so that never happens). */
   intptr_t prof_left;
+} heap_bins_t;
+
+typedef struct heap_s {
+  heap_bins_t *bins;                  /* &lithe_tls_bins of its thread, or
+                                         &bins_own (see heap_bins_t)     */
   uint32_t bin_cap[NCLASSES];         /* capacity (0: not set yet)       */
   uint8_t bin_spilled[NCLASSES];      /* a free found it full since the
                                          last refill (fastpath.h)        */
@@ -426,6 +435,7 @@ typedef struct heap_s {
   struct heap_s *next_pool;           /* pool of heaps of exited threads */
   struct heap_s *next_all;            /* every heap made (fork child walks it) */
   struct heap_s **tls_slot;           /* its thread's lithe_tls_heap     */
+  heap_bins_t bins_own;               /* bins when not a live thread's   */
   bool live;
   bool scoped;                        /* a lithe_heap_t's (userheap.c): adopts
                                          no abandoned spans, since destroy frees
@@ -677,6 +687,7 @@ bool span_contains_free(span_t *s, block_t *b) INTERNAL;
 
 /* heap.c: thread heaps */
 extern __thread heap_t *lithe_tls_heap INTERNAL __attribute__((tls_model("initial-exec")));
+extern __thread heap_bins_t lithe_tls_bins INTERNAL __attribute__((tls_model("initial-exec")));
 extern heap_t lithe_empty_heap INTERNAL;
 extern span_t lithe_empty_span INTERNAL;
 /* The free key a free block of span s holds in word 1.  Release build:
@@ -763,8 +774,9 @@ void *prof_malloc(size_t n, heap_t *h) INTERNAL; /* prof_due: sample, or allocat
  * when the sampling interval ran out (prof_tick_slow decides whether to
  * sample).  h must be a thread's own heap. */
 static inline bool prof_due(heap_t *h, size_t n) {
-  h->prof_left = (intptr_t)((uintptr_t)h->prof_left - n); /* wraps, never UB */
-  return unlikely(h->prof_left < 0);
+  heap_bins_t *t = h->bins;
+  t->prof_left = (intptr_t)((uintptr_t)t->prof_left - n); /* wraps, never UB */
+  return unlikely(t->prof_left < 0);
 }
 static inline bool prof_tick(heap_t *h, size_t n) { return prof_due(h, n) && prof_tick_slow(h); }
 

@@ -156,11 +156,11 @@ static intptr_t next_interval(void) {
 }
 
 bool prof_tick_slow(heap_t *h) {
-  if (prof_mode == PROF_OFF) { h->prof_left = INTPTR_MAX; return false; }
-  if (prof_mode == PROF_LEAKS) { h->prof_left = -1; return !prof_busy; }
+  if (prof_mode == PROF_OFF) { h->bins->prof_left = INTPTR_MAX; return false; }
+  if (prof_mode == PROF_LEAKS) { h->bins->prof_left = -1; return !prof_busy; }
   /* the interval starts at the sampled allocation: the overshoot past 0
    * belongs to it (a memoryless process, as tcmalloc does) */
-  h->prof_left = next_interval();
+  h->bins->prof_left = next_interval();
   return !prof_busy;
 }
 

@@ -165,8 +165,8 @@ static block_t *carve_shuffled(char *p, size_t n, size_t size, block_t *head, ui
  * included, now 23; release 19). */
 void *lithe_bin_pop_corrupt(size_t n, unsigned c, heap_t *h, block_t *b) {
   (void)n;
-  h->bin[c] = lithe_link_corrupt(b);
-  h->bin_room[c]++;
+  h->bins->bin[c] = lithe_link_corrupt(b);
+  h->bins->bin_room[c]++;
   block_clear(b);
   return b;
 }

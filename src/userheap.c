@@ -53,8 +53,9 @@ LITHE_API lithe_heap_t *lithe_heap_new(void) {
     return NULL;
   }
   memset(&u->h, 0, sizeof u->h);
+  u->h.bins = &u->h.bins_own; /* its bins are its own, in no thread's TLS */
   for (unsigned c = 0; c < NCLASSES; c++) u->h.current[c] = &lithe_empty_span;
-  u->h.prof_left = INTPTR_MAX; /* heap objects are not sampled by prof.c */
+  u->h.bins->prof_left = INTPTR_MAX; /* heap objects are not sampled by prof.c */
   u->h.scoped = true;
   u->h.live = true;
   u->large.first = u->large.last = NULL;
@@ -113,10 +114,10 @@ void userheap_large_forget(span_t *s) {
 }
 
 static inline void *small_of(heap_t *h, unsigned cls) {
-  block_t *b = h->bin[cls];
+  block_t *b = h->bins->bin[cls];
   if (likely(b != NULL)) { /* malloc_inline's pop, on this heap's bin */
-    h->bin[cls] = block_pop_next(b);
-    h->bin_room[cls]++;
+    h->bins->bin[cls] = block_pop_next(b);
+    h->bins->bin_room[cls]++;
     block_clear(b);
     return lt_vg_malloced(b, false);
   }
