@@ -25,9 +25,11 @@ void *lithe_bin_pop_corrupt(size_t n, unsigned c, heap_t *h, block_t *b) INTERNA
 #if defined(__x86_64__) && defined(__SEG_FS) && !LT_TSAN
 #define LT_TLS_SEG 1
 typedef heap_bins_t __seg_fs tls_bins_t;
+#define LT_ASM_NAME_(x) #x
+#define LT_ASM_NAME(x) LT_ASM_NAME_(x) /* its link name, after names.h */
 static inline tls_bins_t *tls_bins(void) {
   uintptr_t off;
-  __asm__("movq lithe_tls_bins@gottpoff(%%rip), %0" : "=r"(off));
+  __asm__("movq " LT_ASM_NAME(lithe_tls_bins) "@gottpoff(%%rip), %0" : "=r"(off));
   return (tls_bins_t *)off;
 }
 #else

@@ -290,11 +290,12 @@ static void give_back_list(heap_t *h, block_t *b) {
 
 /* Empty every bin back into the spans. */
 static void heap_bins_flush(heap_t *h) {
+  heap_bins_t *t = h->bins; /* once: give_back_list leaves it (GCC reloaded it at every class) */
   for (unsigned c = 1; c < NCLASSES; c++) {
-    block_t *b = h->bins->bin[c];
+    block_t *b = t->bin[c];
     if (!b) continue;
-    h->bins->bin[c] = NULL;
-    h->bins->bin_room[c] = (int32_t)h->bin_cap[c];
+    t->bin[c] = NULL;
+    t->bin_room[c] = (int32_t)h->bin_cap[c];
     give_back_list(h, b);
   }
 }
