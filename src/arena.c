@@ -547,6 +547,57 @@ static void maybe_purge(void) {
   if (delay == 0 || now - last_purge_ms >= every) purge_runs(now, false, SIZE_MAX);
 }
 
+/* Near the memory limit, a run of fresh or purged pages `s` (out of the
+ * bins) is filled with the pages of dirty free runs that it holds, whole
+ * ones of FILL_MIN or more, biggest first: mremap moves them (page tables,
+ * no copy) and a fresh mapping fills each hole, whose run is clean then.
+ * Without it the limit purged those runs to make room and the fresh pages
+ * were faulted in: bench-limitcycle's phases each need blocks just bigger
+ * than the holes the last one left.  Each move costs a system call more
+ * than a purge, and a mapping (kernel VMA) more while the pages stay
+ * apart, so runs under FILL_MIN (64 faults of 4 KiB) are purged as
+ * before; that bounds the extra mappings by the limit / FILL_MIN.
+ * bench-limitcycle at 80m: 84.2k -> 65.8k faults (docs/design.md,
+ * "Near the memory limit").
+ * Only its first `want` bytes (what is handed out; the rest of a bigger
+ * clean run stays clean).  Returns the bytes moved; *lost: a refusal left
+ * some of the run's pages unmapped (it is never handed out then). */
+#define FILL_MIN ((size_t)256 * KiB)
+#define FILL_MOVES 16 /* per run: its scans of the bins stay few */
+static size_t pages_fill(span_t *s, size_t want, bool *lost) {
+  lt_assert_held(&pages_lock);
+  size_t off = 0;
+  *lost = false;
+  for (unsigned k = 0; k < FILL_MOVES && want - off >= FILL_MIN; k++) {
+    size_t room = want - off;
+    span_t *best = NULL;
+    for (unsigned b = 0; b < NBINS; b++) {
+      if (b && ((size_t)b << PAGE_SHIFT < FILL_MIN || (size_t)b << PAGE_SHIFT > room)) continue;
+      for (span_t *r = bins[b].first; r; r = r->next)
+        if (r->dirty && r->bytes >= FILL_MIN && r->bytes <= room && (!best || r->bytes > best->bytes)) best = r;
+    }
+    if (!best) break;
+    int moved = os_move_over(best->start, best->bytes, s->start + off);
+    if (moved < 0) {
+      *lost = true;
+      break;
+    }
+    if (moved == 0) break; /* (a run spanning two mappings, say) */
+    bin_remove(best);
+    if (os_map_at(best->start, best->bytes)) {
+      best->dirty = 0; /* fresh pages; its neighbours are not free: no merge */
+      bin_insert(best);
+    } else { /* the hole is not ours again: never handed out */
+      best->kind = SPAN_LARGE;
+      pagemap_set(best->start, npages_of(best), best);
+      in_use_bytes += best->bytes;
+    }
+    off += best->bytes;
+  }
+  if (off) s->dirty = 1;
+  return off;
+}
+
 /* A run of `npages` pages aligned to `align` (a power of two; <= PAGE_SIZE
  * means plain page alignment).  The caller sets kind and fields; all its
  * pages map to it.  NULL when the OS refuses memory. */
@@ -567,16 +618,40 @@ static span_t *pages_take(size_t npages, size_t align, bool fresh_ok) {
   /* memory limit (limit.c): fresh or purged pages that take the count to
    * 90 % of the limit first purge as many of the free runs that did not
    * fit as keeps it there; past the hard limit they are refused */
+  bool taken = false;
   if (unlikely(limit_pressure_at) && (!s || !s->dirty) &&
       usage_locked() + (total << PAGE_SHIFT) >= limit_pressure_at) {
-    purge_runs(os_now_ms(), false, pressure_keep(total << PAGE_SHIFT));
-    if (limit_hard && usage_locked() + (total << PAGE_SHIFT) > limit_bytes) {
+    /* the run is taken first, to be filled with dirty runs' pages: what
+     * those give counts once, in the run, and the purge below has less
+     * to give back (counted as in use meanwhile) */
+    if (!extra && (s ? (bin_remove(s), true) : (s = arena_carve(total)) != NULL)) {
+      bool lost;
+      s->kind = SPAN_LARGE; /* not FREE: the split must not merge into it */
+      if (s->bytes > (total << PAGE_SHIFT)) (void)split_tail(s, total << PAGE_SHIFT); /* (the rest stays clean) */
+      pages_fill(s, total << PAGE_SHIFT, &lost);
+      in_use_bytes += s->bytes;
+      if (lost) { /* never handed out; a fresh one below */
+        pagemap_set(s->start, npages_of(s), s);
+        s = NULL;
+      } else {
+        taken = true;
+      }
+    }
+    purge_runs(os_now_ms(), false, pressure_keep(taken ? 0 : total << PAGE_SHIFT));
+    if (limit_hard && usage_locked() + (taken ? 0 : total << PAGE_SHIFT) > limit_bytes) {
+      if (taken) {
+        in_use_bytes -= s->bytes;
+        insert_coalesced(s);
+      }
       pthread_mutex_unlock(&pages_lock);
       return limit_refused(npages, align);
     }
+    if (taken) in_use_bytes -= s->bytes; /* (added below, as for any run) */
   }
-  if (s) bin_remove(s);
-  else s = arena_carve(total);
+  if (!taken) {
+    if (s) bin_remove(s);
+    else s = arena_carve(total);
+  }
   if (!s) { pthread_mutex_unlock(&pages_lock); return NULL; }
   s->kind = SPAN_LARGE; /* not FREE: the splits below must not merge into it */
   if (extra) {
@@ -615,6 +690,55 @@ void pages_free(span_t *s) {
   pages_waiting(freed_ms);
   maybe_purge();
   pthread_mutex_unlock(&pages_lock);
+}
+
+/* Near the memory limit a freed xlarge mapping is not cached (large.c)
+ * but its pages are resident, and the page heap's next runs would fault
+ * in as many fresh ones (the limit first purging free runs to make room
+ * for them): so the mapping's pages move (mremap, page tables only) into
+ * the page heap as a dirty free run, over a clean free run that holds
+ * them, else over fresh arena pages.  bench-limitcycle under
+ * LITHE_MEMORY_LIMIT=80m: the phases of 24 and 40 KiB blocks after one
+ * of 16 or 3 MiB blocks faulted in their whole working set; 93.7k ->
+ * 84.2k faults in all (docs/design.md, "Near the memory limit").  false:
+ * not moved, the mapping is as it was. */
+bool pages_adopt(void *p, size_t bytes) {
+  if (bytes % PAGE_SIZE) return false;
+  pthread_mutex_lock(&pages_lock);
+  span_t *s = NULL;
+  for (span_t *r = bins[0].first; r; r = r->next) /* (xlarge: above the exact bins) */
+    if (!r->dirty && r->bytes >= bytes && (!s || r->bytes < s->bytes)) s = r;
+  if (s) {
+    bin_remove(s);
+    s->kind = SPAN_LARGE; /* not FREE: the split must not merge into it */
+    if (s->bytes > bytes && !split_tail(s, bytes)) {
+      insert_coalesced(s);
+      s = NULL;
+    }
+  } else {
+    s = arena_carve(bytes >> PAGE_SHIFT);
+  }
+  if (!s) {
+    pthread_mutex_unlock(&pages_lock);
+    return false;
+  }
+  int moved = os_move_over(p, bytes, s->start);
+  if (moved < 0) {
+    /* the run's pages are gone (or another thread's mapping lies there):
+     * never handed out again, held as an allocated run */
+    s->kind = SPAN_LARGE;
+    pagemap_set(s->start, bytes >> PAGE_SHIFT, s);
+    in_use_bytes += bytes;
+    pthread_mutex_unlock(&pages_lock);
+    return false;
+  }
+  uint64_t now = os_now_ms();
+  s->dirty = moved > 0;
+  s->freed_ms = now;
+  insert_coalesced(s);
+  if (moved > 0) pages_waiting(now);
+  pthread_mutex_unlock(&pages_lock);
+  return moved > 0;
 }
 
 /* Grow or shrink a large span in place: take pages from the free run (or,

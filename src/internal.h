@@ -636,6 +636,7 @@ extern size_t large_max INTERNAL;
 extern _Atomic uint32_t pages_epoch INTERNAL;
 span_t *pages_alloc(size_t npages, size_t align) INTERNAL;   /* kind FREE->caller sets */
 span_t *pages_alloc_free(size_t npages) INTERNAL;             /* free runs only, or NULL */
+bool pages_adopt(void *p, size_t bytes) INTERNAL;              /* a mapping's pages become a free run */
 void pages_free(span_t *s) INTERNAL;                          /* takes pages_lock */
 bool pages_try_resize(span_t *s, size_t npages, bool fresh_ok) INTERNAL; /* in place */
 size_t pages_collect(bool force) INTERNAL;                    /* purge; returns bytes */

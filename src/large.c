@@ -598,6 +598,13 @@ void large_free(span_t *s) {
     atomic_fetch_sub_explicit(&stat_xlarge_live, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&stat_xlarge_bytes, s->map_bytes, memory_order_relaxed);
     if (xcache_put(s)) { pages_purger_poll(); return; }
+    /* near the memory limit: its pages serve the page heap (arena.c) */
+    if (unlikely(limit_pressure_at) && atomic_load_explicit(&limit_pressure, memory_order_relaxed) &&
+        !s->map_next && s->map_base == s->start && pages_adopt(s->map_base, s->map_bytes)) {
+      span_desc_free(s);
+      pages_purger_poll();
+      return;
+    }
     os_unmap(s->map_base, s->map_bytes); /* every piece: they lie side by side */
     xpieces_free(s);
     span_desc_free(s);

@@ -10,7 +10,10 @@
  * pages handed out, free pages not yet purged, xlarge mappings, metadata
  * (pages_usage_bytes, under the page-heap lock).  From 90 % of the limit
  * on ("pressure"), the free pages over that are purged at once instead of
- * after LITHE_PURGE_DELAY_MS (arena.c, pressure_keep), threads stop
+ * after LITHE_PURGE_DELAY_MS (arena.c, pressure_keep; but fresh pages
+ * first take the resident pages of free runs they hold, and a freed
+ * xlarge mapping's pages become a free run: pages_fill, pages_adopt, moved
+ * with mremap rather than purged and faulted in again), threads stop
  * caching empty spans, and, once each time the pressure starts, what
  * other threads hold goes back: the spans of exited threads whose blocks
  * are all free and every thread's cached empty spans (collect_others),

@@ -58,6 +58,7 @@
 #define span_desc_free    _lithe_span_desc_free
 /* arena.c */
 #define large_max          _lithe_large_max
+#define pages_adopt        _lithe_pages_adopt
 #define pages_alloc        _lithe_pages_alloc
 #define pages_alloc_free   _lithe_pages_alloc_free
 #define pages_arena_count  _lithe_pages_arena_count
