@@ -775,7 +775,8 @@ oom:
   return NULL;
 }
 
-void *heap_malloc_generic(heap_t *h, size_t size) {
+void *heap_malloc_generic(size_t size, heap_t *h) {
+  if (unlikely(size > ALLOC_MAX)) { errno = ENOMEM; return NULL; } /* (malloc_inline's) */
   if (unlikely(h == &lithe_empty_heap)) lithe_process_init(); /* size_class needs it */
   else if (prof_due(h, size)) return prof_malloc(size, h);
   if (size <= SMALL_MAX) return heap_malloc_class(h, size_class(size));

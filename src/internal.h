@@ -709,7 +709,7 @@ static inline uintptr_t span_free_key(const span_t *s) {
   return (uintptr_t)s;
 #endif
 }
-void *heap_malloc_generic(heap_t *h, size_t size) INTERNAL;
+void *heap_malloc_generic(size_t size, heap_t *h) INTERNAL; /* size first: in malloc's register */
 void *heap_malloc_class(heap_t *h, unsigned cls) INTERNAL;
 void heap_free_local_slow(heap_t *h, span_t *s) INTERNAL;
 void heap_decay(heap_t *h) INTERNAL;
