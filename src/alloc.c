@@ -47,9 +47,11 @@
  *     block = heap->bin[c]; if (block) { heap->bin[c] = block->next; ... }
  * free(p), same thread:
  *     span = pagemap[p]; check p is a block start; if (span->owner == heap)
- *     push on heap->bin[span->cls]; else the same push (this thread
+ *     push on heap->bin[span->bin_cls]; else the same push (this thread
  *     reuses the block) while that bin has room, or a CAS push on
- *     span->thread_free.
+ *     span->thread_free.  bin_cls is the class, or for 16-byte blocks a
+ *     second list of the class, which malloc takes whole when its own is
+ *     empty (internal.h, BIN_SPLIT_CLASSES).
  * An empty bin takes its class's current span's whole free list; a free
  * into a full bin goes to the block's span, so no bin is ever walked and
  * a wave of same-size frees and mallocs within the bin moves no span.
@@ -116,7 +118,7 @@ static inline span_t *checked_span(const char *op, const void *p) {
  * heap.c, heap_bin_spill). */
 static inline bool small_freed(span_t *s, block_t *b) {
   heap_t *h = lithe_tls_heap;
-  return (block_key(b) == span_free_key(s) || b == h->bins->bin[s->cls] ||
+  return (block_key(b) == span_free_key(s) || b == h->bins->bin[s->cls] || b == h->bins->bin[s->bin_cls] ||
           b == TF_PTR(atomic_load_explicit(&s->thread_free, memory_order_relaxed))) &&
          is_double_free(s, b);
 }

@@ -39,7 +39,8 @@ static inline tls_bins_t *tls_bins(void) { return &lithe_tls_bins; }
 #endif
 
 /* malloc: every small size (<= SMALL_MAX) is one table lookup away from
- * its class (internal.h, lut_index); pop this thread's bin of that class.
+ * its class (internal.h, lut_index); pop this thread's bin of that class
+ * (for a class of two lists, when it is empty, take the frees' list).
  * Before set-up (and on a thread without a heap) the bins are all NULL,
  * so the first malloc lands in the slow path that sets everything up.  A
  * block handed out keeps neither the free-list link (word 0) nor the free
@@ -74,6 +75,27 @@ static inline void *malloc_inline(size_t n) {
       block_clear(b); /* a block handed out holds no heap address */
       return b;
     }
+    /* a class of two lists (internal.h, BIN_SPLIT_CLASSES): the frees'
+     * list becomes the bin, unless a free found it full since the last
+     * refill (the slow path grows the capacity then).  n, not c, tested:
+     * classes 1..8 are 16 c bytes (with c, GCC kept the class in two
+     * registers, a move more on every malloc) */
+    __typeof__(&t->bin[0]) fbin = &t->bin[NCLASSES - 1];        /* indexed by c: */
+    __typeof__(&t->bin_room[0]) froom = &t->bin_room[NCLASSES - 1]; /* a displacement */
+    if (n <= 16 * BIN_SPLIT_CLASSES && likely((b = fbin[c]) != NULL)) {
+      heap_t *h = lithe_tls_heap;
+      if (likely(!h->bin_spilled[c])) {
+        lt_assert_block(pagemap_lookup(b), b);
+        t->prof_left = (intptr_t)((uintptr_t)t->prof_left - n);
+        if (unlikely(t->prof_left < 0)) return prof_malloc(n, h);
+        fbin[c] = NULL;
+        t->bin_room[c] = froom[c] + 1; /* its length less this block */
+        froom[c] = (int32_t)h->bin_cap[c];
+        t->bin[c] = block_pop_next(b); /* checked in the hardened build */
+        block_clear(b);
+        return b;
+      }
+    }
   }
   /* (sizes above ALLOC_MAX too: refused there, so that no call to
    * __errno_location sits in this function, for which clang 14 saved a
@@ -96,7 +118,7 @@ static inline void span_push(heap_t *h, span_t *s, block_t *b) {
  * walk, no lookup: the span is in hand).  The key in word 1 marks the
  * block free. */
 static inline void bin_push(heap_t *h, span_t *s, block_t *b, uintptr_t key) {
-  unsigned c = s->cls;
+  unsigned c = s->bin_cls;
   heap_bins_t *t = h->bins;
   block_set_key(b, key);
   if (likely(--t->bin_room[c] >= 0)) {

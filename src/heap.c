@@ -269,7 +269,7 @@ static NOINLINE void bin_spill_heap(heap_t *h, span_t *s, block_t *b) {
     span_free_remote(s, b);
     return;
   }
-  h->bin_spilled[c] = 1;
+  h->bin_spilled[s->cls] = 1;
   if (likely(atomic_load_explicit(&s->owner, memory_order_relaxed) == h)) span_push(h, s, b);
   else span_free_remote(s, b);
   heap_decay(h);
@@ -288,16 +288,32 @@ static void give_back_list(heap_t *h, block_t *b) {
   }
 }
 
-/* Empty every bin back into the spans. */
+/* Empty every bin back into the spans (both lists of a class of two). */
 static void heap_bins_flush(heap_t *h) {
   heap_bins_t *t = h->bins; /* once: give_back_list leaves it (GCC reloaded it at every class) */
   for (unsigned c = 1; c < NCLASSES; c++) {
-    block_t *b = t->bin[c];
-    if (!b) continue;
+    unsigned f = bin_free_list(c);
+    block_t *b = t->bin[c], *fb = f != c ? t->bin[f] : NULL;
+    if (!b && !fb) continue;
     t->bin[c] = NULL;
     t->bin_room[c] = (int32_t)h->bin_cap[c];
+    if (f != c) {
+      t->bin[f] = NULL;
+      t->bin_room[f] = (int32_t)h->bin_cap[c];
+    }
     give_back_list(h, b);
+    give_back_list(h, fb);
   }
+}
+
+/* The blocks in heap h's lists of class c, from its rooms (another
+ * thread's: a snapshot, read without ordering, as the span counts are). */
+static int64_t bins_held(heap_t *h, const int32_t room[HEAP_NBINS], unsigned c) {
+  int64_t cap = __atomic_load_n(&h->bin_cap[c], __ATOMIC_RELAXED);
+  int64_t n = cap - room[c];
+  unsigned f = bin_free_list(c);
+  if (f != c) n += cap - room[f];
+  return n;
 }
 
 /* Bins decay like free page runs: when the page heap has run a purge pass
@@ -321,19 +337,31 @@ static inline void *bin_pop(heap_t *h, unsigned cls) {
   return b;
 }
 
+/* The capacity: set at the first refill, doubled when malloc finds the bin
+ * empty after a free found it full, up to bin_max_cap; the rooms of both
+ * lists of a class of two grow with it. */
+static uint32_t bin_grow(heap_t *h, unsigned cls) {
+  uint32_t old = h->bin_cap[cls], cap = old;
+  if (!cap) {
+    cap = bin_first_cap(cls);
+  } else if (h->bin_spilled[cls]) {
+    uint32_t max = bin_max_cap(cls);
+    cap = cap * 2 < max ? cap * 2 : max;
+  }
+  h->bin_spilled[cls] = 0;
+  h->bin_cap[cls] = cap;
+  h->bins->bin_room[cls] += (int32_t)(cap - old);
+  unsigned f = bin_free_list(cls);
+  if (f != cls) h->bins->bin_room[f] += (int32_t)(cap - old);
+  return cap;
+}
+
 /* Move s's whole free list to the empty bin (it may hold more than the
  * bin's capacity: bin_room goes below 0 and frees go to the spans until
  * malloc has taken the excess) and hand out its first block.  The bin
  * grows first if a free found it full since the last refill. */
 static void *bin_refill(heap_t *h, span_t *s, unsigned cls) {
-  uint32_t cap = h->bin_cap[cls];
-  if (!cap) {
-    cap = h->bin_cap[cls] = bin_first_cap(cls);
-  } else if (h->bin_spilled[cls]) {
-    uint32_t max = bin_max_cap(cls);
-    cap = h->bin_cap[cls] = cap * 2 < max ? cap * 2 : max;
-  }
-  h->bin_spilled[cls] = 0;
+  uint32_t cap = bin_grow(h, cls);
   block_t *b = s->free;
   uint32_t n = s->nfree;
   lt_assert_block(s, b);
@@ -358,11 +386,16 @@ static bool heap_bins_copy(heap_t *h, void *out, size_t off, size_t n) {
   return r != 0;
 }
 
+static bool heap_list_has(heap_t *h, unsigned list, const block_t *b);
 bool heap_bin_has(heap_t *h, unsigned cls, const block_t *b) {
+  unsigned f = bin_free_list(cls);
+  return heap_list_has(h, cls, b) || (f != cls && heap_list_has(h, f, b));
+}
+static bool heap_list_has(heap_t *h, unsigned list, const block_t *b) {
   /* may be another thread's bin: bounded, and every link is checked to be
    * a handed-out part of a small span before it is followed */
   const block_t *x;
-  if (!heap_bins_copy(h, &x, offsetof(heap_bins_t, bin) + cls * sizeof x, sizeof x)) return false;
+  if (!heap_bins_copy(h, &x, offsetof(heap_bins_t, bin) + list * sizeof x, sizeof x)) return false;
   for (uint32_t i = 0; x && i <= BIN_MAX_BLOCKS + 1; i++) {
     if (x == b) return true;
     span_t *t = pagemap_lookup(x);
@@ -675,8 +708,7 @@ static span_t *heap_span_new(heap_t *h, unsigned cls) {
    * 1,173 times (10 % of its instructions) with nothing to gain, since the
    * other sizes' blocks were reused from their bins right after. */
   size_t binned = 0;
-  for (unsigned c = 1; c < NCLASSES; c++)
-    binned += (size_t)((int64_t)h->bin_cap[c] - h->bins->bin_room[c]) * class_size[c];
+  for (unsigned c = 1; c < NCLASSES; c++) binned += (size_t)bins_held(h, h->bins->bin_room, c) * class_size[c];
   if (binned >= BIN_FLUSH_BYTES) {
     heap_bins_flush(h);
     if ((s = cache_take(h, cls, bytes, first))) return s;
@@ -750,6 +782,16 @@ void *heap_malloc_class(heap_t *h, unsigned cls) {
     if (prof_due(h, class_size[cls])) return prof_malloc(class_size[cls], h);
   }
   if (h->bins->bin[cls]) return bin_pop(h, cls); /* memalign's way in */
+  unsigned f = bin_free_list(cls);
+  if (f != cls && h->bins->bin[f]) { /* malloc_inline's swap (a class of two lists), after a spill: grown */
+    heap_bins_t *t = h->bins;
+    t->bin[cls] = t->bin[f];
+    t->bin[f] = NULL;
+    t->bin_room[cls] = t->bin_room[f];
+    t->bin_room[f] = (int32_t)h->bin_cap[cls];
+    bin_grow(h, cls);
+    return bin_pop(h, cls);
+  }
   heap_decay(h);
   for (;;) {
     span_t *s = h->current[cls];
@@ -1086,10 +1128,10 @@ void heaps_binned(uint64_t out[NCLASSES]) {
   memset(out, 0, NCLASSES * sizeof out[0]);
   pthread_mutex_lock(&heaps_lock);
   for (heap_t *h = all_heaps; h; h = h->next_all) {
-    int32_t room[NCLASSES];
+    int32_t room[HEAP_NBINS];
     if (!heap_bins_copy(h, room, offsetof(heap_bins_t, bin_room), sizeof room)) continue;
     for (unsigned c = 1; c < NCLASSES; c++) {
-      int64_t n = (int64_t)__atomic_load_n(&h->bin_cap[c], __ATOMIC_RELAXED) - room[c];
+      int64_t n = bins_held(h, room, c);
       if (n > 0) out[c] += (uint64_t)n;
     }
   }

@@ -444,6 +444,14 @@ static inline void tu_expect_report(const tu_child *r, const char *how, const ch
          "report must carry \"%s\", the address %p and \"%s\"", want, addr, kind);
 }
 
+/* Both: CASE run in a child, which must die by its report of KIND at OP. */
+static inline void tu_child_reports(const char *cas, const char *op, const char *kind) {
+  static tu_child r;
+  char how[64];
+  tu_run_self_child(&r, cas, how, sizeof how);
+  tu_expect_report(&r, how, op, kind);
+}
+
 /* ---- is lithe the allocator? ------------------------------------------- */
 
 /* With HAVE_LITHE: fails unless lithe's counters show it served this
