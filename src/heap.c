@@ -706,10 +706,30 @@ static span_t *heap_span_new(heap_t *h, unsigned cls) {
    * the bins hold BIN_FLUSH_BYTES or more: a flush costs a pagemap lookup
    * per block, and flushing whatever was there made tree_allocate flush
    * 1,173 times (10 % of its instructions) with nothing to gain, since the
-   * other sizes' blocks were reused from their bins right after. */
+   * other sizes' blocks were reused from their bins right after.
+   * The flushed bins start again at their first capacity (they grow back
+   * by doubling, as at first, where frees and mallocs of their size keep
+   * spilling them): a bin that grew to BIN_MAX_BYTES filled up again
+   * with that size's next frees, held them out of their spans, and the
+   * next size that needed a span flushed it again, a pagemap lookup and a
+   * cache miss per cold block.  replay_python (its 64 B bin grown to
+   * 65,536 blocks, 3.3 MB of them held while the 128 B class took fresh
+   * spans): 11 flushes of 610 K blocks in the warm-up and the timed run,
+   * 6 of 83 K now; CPU in lithe's functions per run (perf, 4 kHz samples,
+   * --runs 8, load 8-10, three runs each) 101-126 ms -> 70-78 ms,
+   * mimalloc 56-60 ms.  bench-mallocbench realloc: 584 flushes -> 25,
+   * peak 7,908 -> 8,360 kB (the bins of the sizes a buffer grew through
+   * now hold 16 KiB each, below the flush threshold); replay_gxx 17 -> 4,
+   * peak unchanged; no other row of the suite flushes here. */
   size_t binned = 0;
   for (unsigned c = 1; c < NCLASSES; c++) binned += (size_t)bins_held(h, h->bins->bin_room, c) * class_size[c];
   if (binned >= BIN_FLUSH_BYTES) {
+    for (unsigned c = 1; c < NCLASSES; c++) {
+      uint32_t cap0 = bin_first_cap(c);
+      if (h->bin_cap[c] <= cap0) continue;
+      h->bins->bin_room[c] -= (int32_t)(h->bin_cap[c] - cap0); /* an empty bin's room is its cap */
+      h->bin_cap[c] = cap0;
+    }
     heap_bins_flush(h);
     if ((s = cache_take(h, cls, bytes, first))) return s;
   }
