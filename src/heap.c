@@ -727,7 +727,11 @@ static span_t *heap_span_new(heap_t *h, unsigned cls) {
     for (unsigned c = 1; c < NCLASSES; c++) {
       uint32_t cap0 = bin_first_cap(c);
       if (h->bin_cap[c] <= cap0) continue;
-      h->bins->bin_room[c] -= (int32_t)(h->bin_cap[c] - cap0); /* an empty bin's room is its cap */
+      /* an empty list's room is its cap: both lists' (BIN_SPLIT_CLASSES) */
+      int32_t d = (int32_t)(h->bin_cap[c] - cap0);
+      unsigned f = bin_free_list(c);
+      h->bins->bin_room[c] -= d;
+      if (f != c) h->bins->bin_room[f] -= d;
       h->bin_cap[c] = cap0;
     }
     heap_bins_flush(h);
