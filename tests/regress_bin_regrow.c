@@ -20,31 +20,14 @@
 #define N64 40000
 #define N128 20000
 
-static char json[1 << 16];
-
-static void snap(void) {
-  int fd = memfd_create("lithe-json", 0);
-  CHECK(fd >= 0);
-  lithe_stats_print_json(fd);
-  ssize_t n = pread(fd, json, sizeof json - 1, 0);
-  close(fd);
-  CHECK(n > 0);
-  json[n] = 0;
-}
-
-/* field key of the class line of size `size` in the last snapshot; 0 if
+/* field key of the class line of size `size` in a fresh snapshot; 0 if
  * the class has no line */
 static long class_field(unsigned size, const char *key) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "\"size\": %u,", size);
-  const char *p = strstr(json, pat);
-  if (!p) return 0;
-  while (p > json && *p != '{') p--;
-  const char *e = strchr(p, '}');
-  snprintf(pat, sizeof pat, "\"%s\": ", key);
-  const char *f = strstr(p, pat);
-  CHECK(f && f < e);
-  return strtol(f + strlen(pat), NULL, 10);
+  char line[1024];
+  if (!tu_json_class_line(tu_stats_json(), size, line, sizeof line)) return 0;
+  long v = tu_json_field(line, key);
+  CHECKF(v >= 0, "no \"%s\" in the %u-byte class line: %s", key, size, line);
+  return v;
 }
 
 static void *a[N64], *b[N128];
@@ -61,7 +44,6 @@ static void round64(void) {
 int main(void) {
   tu_require_lithe();
   for (int r = 0; r < 10; r++) round64();
-  snap();
   long grown = class_field(64, "spans");
   /* the bin holds the 40,000 freed blocks: their spans stay */
   CHECKF(grown >= 20, "64 B spans after 10 rounds: %ld (the bin did not grow?)", grown);
@@ -70,10 +52,8 @@ int main(void) {
     CHECK(b[i] != NULL);
     memset(b[i], 0x5a, 128);
   }
-  snap();
   long flushed = class_field(64, "spans");
   round64();
-  snap();
   long again = class_field(64, "spans");
   printf("64 B spans: %ld with the grown bin full, %ld after the 128 B blocks took spans "
          "(bins flushed), %ld after one more round of 40,000\n",

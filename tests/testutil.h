@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #ifdef HAVE_LITHE
+#include <sys/mman.h> /* memfd_create: the JSON statistics below */
 #include "lithe.h"
 #endif
 #include "procstatus.h" /* tools/: shared with the benchmarks */
@@ -451,6 +452,49 @@ static inline void tu_child_reports(const char *cas, const char *op, const char 
   tu_run_self_child(&r, cas, how, sizeof how);
   tu_expect_report(&r, how, op, kind);
 }
+
+#ifdef HAVE_LITHE
+/* ---- lithe's JSON statistics ------------------------------------------- */
+
+/* A snapshot of lithe_stats_print_json, NUL-terminated, in a buffer that
+ * the next call overwrites. */
+static inline const char *tu_stats_json(void) {
+  static char json[1 << 16];
+  int fd = memfd_create("lithe-json", 0);
+  CHECK(fd >= 0);
+  lithe_stats_print_json(fd);
+  ssize_t n = pread(fd, json, sizeof json - 1, 0);
+  close(fd);
+  CHECK(n > 0);
+  json[n] = 0;
+  return json;
+}
+
+/* The number after "key": inside text (a whole snapshot or one class
+ * line); -1 if the key is not there. */
+static inline long tu_json_field(const char *text, const char *key) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\": ", key);
+  const char *p = strstr(text, pat);
+  return p ? strtol(p + strlen(pat), NULL, 10) : -1;
+}
+
+/* The class line of block size `size` in snapshot json ({"class": C,
+ * ...}), copied into line; 0 if the class has no line. */
+static inline int tu_json_class_line(const char *json, unsigned size, char *line, size_t cap) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"size\": %u,", size);
+  const char *p = strstr(json, pat);
+  if (!p) return 0;
+  while (p > json && *p != '{') p--;
+  const char *e = strchr(p, '}');
+  CHECK(e != NULL);
+  size_t n = (size_t)(e - p + 1) < cap - 1 ? (size_t)(e - p + 1) : cap - 1;
+  memcpy(line, p, n);
+  line[n] = 0;
+  return 1;
+}
+#endif
 
 /* ---- is lithe the allocator? ------------------------------------------- */
 
