@@ -547,6 +547,15 @@ static void maybe_purge(void) {
   if (delay == 0 || now - last_purge_ms >= every) purge_runs(now, false, SIZE_MAX);
 }
 
+/* A run whose pages a failed move left unmapped or not ours: never handed
+ * out again, held as an allocated run (counted in use, mapped to itself). */
+static void run_retire(span_t *s) {
+  lt_assert_held(&pages_lock);
+  s->kind = SPAN_LARGE;
+  pagemap_set(s->start, npages_of(s), s);
+  in_use_bytes += s->bytes;
+}
+
 /* Near the memory limit, a run of fresh or purged pages `s` (out of the
  * bins) is filled with the pages of dirty free runs that it holds, whole
  * ones of FILL_MIN or more, biggest first: mremap moves them (page tables,
@@ -588,10 +597,8 @@ static size_t pages_fill(span_t *s, size_t want, bool *lost) {
     if (os_map_at(best->start, best->bytes)) {
       best->dirty = 0; /* fresh pages; its neighbours are not free: no merge */
       bin_insert(best);
-    } else { /* the hole is not ours again: never handed out */
-      best->kind = SPAN_LARGE;
-      pagemap_set(best->start, npages_of(best), best);
-      in_use_bytes += best->bytes;
+    } else { /* the hole is not ours again */
+      run_retire(best);
     }
     off += best->bytes;
   }
@@ -725,11 +732,9 @@ bool pages_adopt(void *p, size_t bytes) {
   }
   int moved = os_move_over(p, bytes, s->start);
   if (moved < 0) {
-    /* the run's pages are gone (or another thread's mapping lies there):
-     * never handed out again, held as an allocated run */
-    s->kind = SPAN_LARGE;
-    pagemap_set(s->start, bytes >> PAGE_SHIFT, s);
-    in_use_bytes += bytes;
+    /* the run's pages are gone (or another thread's mapping lies there) */
+    lt_assert_cmp(s->bytes, ==, bytes); /* split or carved to it */
+    run_retire(s);
     pthread_mutex_unlock(&pages_lock);
     return false;
   }
