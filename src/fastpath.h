@@ -107,10 +107,11 @@ static inline void *malloc_inline(size_t n) {
  * `used` falling to the span's free_trigger sends it to the slow path
  * (heap.c: release when empty, refile a full span). */
 static inline void span_push(heap_t *h, span_t *s, block_t *b) {
+  int32_t used = (int32_t)--s->used;
   block_set_next(b, s->free);
   s->free = b;
   s->nfree++;
-  if (unlikely((int32_t)--s->used <= s->free_trigger)) heap_free_local_slow(h, s);
+  if (unlikely(used <= s->free_trigger)) heap_free_local_slow(h, s);
 }
 
 /* The owner's free (the slow path's; free_inline spells it out with the
