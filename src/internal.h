@@ -98,6 +98,17 @@
 /* Lazy free-list building: a span hands out memory a slice at a time so a
  * program touches only what it uses (one OS page worth of blocks). */
 #define EXTEND_BYTES ((size_t)4 * KiB)
+/* ...but a slice after a span's first holds at least 4 blocks: a class
+ * above 1 KiB had 1-3 to a 4 KiB slice, so a wave of mallocs of 4-32 KiB
+ * took the slow path (span_extend, bin_refill) at every one, and each
+ * waited there on the store of the link into the block's cold line (a
+ * page walk and a miss: 52 % of heap_malloc_class's samples), one block
+ * at a time; 4 stores to 4 blocks overlap.  bench-mallocbench medium
+ * --parallel (1-8 KiB, 2 threads), perf samples at 4 kHz in lithe's own
+ * functions per measured run: 179-215 -> 148-175 (docs/design.md,
+ * "medium_parallel").  The first slice stays one block, so a class used
+ * once touches one block's page as before. */
+#define EXTEND_MIN_BLOCKS 4
 /* A span's first slice is smaller: a new thread's first malloc carves it
  * (bench-startup: 256 blocks of 16 B were ~2,100 of the ~3,900
  * instructions of a thread's first malloc, and the thread's exit flushed
