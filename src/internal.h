@@ -99,15 +99,15 @@
  * program touches only what it uses (one OS page worth of blocks). */
 #define EXTEND_BYTES ((size_t)4 * KiB)
 /* ...but a slice after a span's first holds at least 4 blocks: a class
- * above 1 KiB had 1-3 to a 4 KiB slice, so a wave of mallocs of 4-32 KiB
- * took the slow path (span_extend, bin_refill) at every one, and each
- * waited there on the store of the link into the block's cold line (a
- * page walk and a miss: 52 % of heap_malloc_class's samples), one block
- * at a time; 4 stores to 4 blocks overlap.  bench-mallocbench medium
- * --parallel (1-8 KiB, 2 threads), perf samples at 4 kHz in lithe's own
- * functions per measured run: 179-215 -> 148-175 (docs/design.md,
- * "medium_parallel").  The first slice stays one block, so a class used
- * once touches one block's page as before. */
+ * above 1 KiB had 1-3 to a 4 KiB slice (one from 4 KiB up), so a wave of
+ * 1-32 KiB mallocs took the slow path (span_extend, bin_refill) every 1-3
+ * blocks, and each waited there on the store of the link into a cold
+ * block (a page walk and a miss: 52 % of heap_malloc_class's samples),
+ * one block at a time; 4 stores to 4 blocks overlap.  bench-mallocbench
+ * medium --parallel (1-8 KiB, 2 threads), perf samples at 4 kHz in all of
+ * lithe's functions per measured run: 218-258 -> 180-190 (glibc's malloc
+ * and free 363; docs/design.md, "medium_parallel").  The first slice
+ * stays one block, so a class used once touches one block's page. */
 #define EXTEND_MIN_BLOCKS 4
 /* A span's first slice is smaller: a new thread's first malloc carves it
  * (bench-startup: 256 blocks of 16 B were ~2,100 of the ~3,900
