@@ -74,14 +74,14 @@ void *lt_malloc(size_t n) { return malloc_api(n); }
 
 /* The span of a pointer lithe handed out, or NULL after reporting misuse. */
 static NOINLINE span_t *bad_pointer(const char *op, const void *p, span_t *s) {
-  if (s && (s->kind == SPAN_FREE || s->kind == SPAN_DEAD) &&
-      ((uintptr_t)p & (PAGE_SIZE - 1)) == 0)
+  /* (a freed large run kept in a thread's cache is free pages too) */
+  bool gone = s && (s->kind == SPAN_FREE || s->kind == SPAN_DEAD || s->kind == SPAN_CACHED);
+  if (gone && ((uintptr_t)p & (PAGE_SIZE - 1)) == 0)
     lithe_report(op, p, "double free (its pages are already free)");
   else if (s && s->kind == SPAN_SMALL && (const char *)p >= span_bump(s) &&
            (size_t)((const char *)p - s->start) < s->bytes)
     lithe_report(op, p, "pointer not allocated by lithe (never handed out)");
-  else if (s && s->kind != SPAN_FREE && s->kind != SPAN_DEAD &&
-           (size_t)((const char *)p - s->start) < s->bytes)
+  else if (s && !gone && (size_t)((const char *)p - s->start) < s->bytes)
     lithe_report(op, p, "interior pointer, not the start of a block");
   else
     lithe_report(op, p, "pointer not allocated by lithe");

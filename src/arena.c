@@ -342,6 +342,11 @@ static span_t *arena_carve(size_t npages) {
 static size_t purge_runs(uint64_t now, bool force, size_t keep) {
   size_t purged = 0;
   long delay = lithe_opt.purge_delay_ms;
+  /* the threads' large-run caches (large.c) first: what has waited the
+   * delay there becomes a free run, freed when it was cached, so the loop
+   * below purges it; all of it when a collection (or the memory limit)
+   * asks for more than the decay */
+  lcache_reclaim(now, last_purge_ms, force || keep != SIZE_MAX, false);
   uint64_t due = UINT64_MAX; /* of the runs that stay dirty */
   for (unsigned b = 0; b < NBINS; b++)
     for (span_t *s = bins[b].first; s; s = s->next) {
@@ -361,6 +366,8 @@ static size_t purge_runs(uint64_t now, bool force, size_t keep) {
     }
   last_purge_ms = now;
   atomic_fetch_add_explicit(&pages_epoch, 1, memory_order_relaxed);
+  uint64_t ldue = lcache_due(now);
+  if (ldue < due) due = ldue;
   /* cached xlarge mappings: the expired ones, and all of them when a
    * collection (or the memory limit) asks for more than the decay */
   xcache_expire(now, force || keep != SIZE_MAX);
@@ -609,19 +616,37 @@ static size_t pages_fill(span_t *s, size_t want, bool *lost) {
 /* A run of `npages` pages aligned to `align` (a power of two; <= PAGE_SIZE
  * means plain page alignment).  The caller sets kind and fields; all its
  * pages map to it.  NULL when the OS refuses memory. */
-static span_t *pages_take(size_t npages, size_t align, bool fresh_ok);
-span_t *pages_alloc(size_t npages, size_t align) { return pages_take(npages, align, true); }
+static span_t *pages_take(size_t npages, size_t align, bool fresh_ok, span_t *back);
+span_t *pages_alloc(size_t npages, size_t align) { return pages_take(npages, align, true, NULL); }
+
+/* The same, the runs of list `back` (linked through `next`: a thread's
+ * large-run cache, large.c) first given back under the same lock, so they
+ * can serve it. */
+span_t *pages_alloc_after(size_t npages, size_t align, span_t *back) {
+  return pages_take(npages, align, true, back);
+}
 
 /* A free run of `npages` pages if the page heap holds one, never fresh
  * arena pages: where blocks above large_max go before they map memory of
  * their own (large.c), so freed page runs serve them too. */
-span_t *pages_alloc_free(size_t npages) { return pages_take(npages, 0, false); }
+span_t *pages_alloc_free(size_t npages) { return pages_take(npages, 0, false, NULL); }
 
-static span_t *pages_take(size_t npages, size_t align, bool fresh_ok) {
+static span_t *pages_take(size_t npages, size_t align, bool fresh_ok, span_t *back) {
   size_t extra = align > PAGE_SIZE ? (align >> PAGE_SHIFT) - 1 : 0;
   size_t total = npages + extra;
   pthread_mutex_lock(&pages_lock);
+  if (back) {
+    uint64_t now = os_now_ms();
+    for (span_t *b = back, *next; b; b = next) {
+      next = b->next;
+      pages_release_locked(b, now);
+    }
+  }
   span_t *s = find_fit(total);
+  /* no free run holds it: the runs in the threads' large-run caches
+   * (large.c) come back before any fresh page is carved or mapped, so
+   * they never add to the peak */
+  if (!s && lcache_reclaim(os_now_ms(), 0, true, true)) s = find_fit(total);
   if (!s && !fresh_ok) { pthread_mutex_unlock(&pages_lock); return NULL; }
   /* memory limit (limit.c): fresh or purged pages that take the count to
    * 90 % of the limit first purge as many of the free runs that did not
@@ -682,10 +707,12 @@ fail:
   return NULL;
 }
 
-void pages_free(span_t *s) {
-  pthread_mutex_lock(&pages_lock);
+/* A run handed out comes back (pages_lock held): a free run again, freed
+ * at `freed_ms` (s may be merged away, its descriptor reused). */
+void pages_release_locked(span_t *s, uint64_t freed_ms) {
+  lt_assert_held(&pages_lock);
   s->dirty = 1;
-  s->freed_ms = os_now_ms();
+  s->freed_ms = freed_ms;
   s->owner = NULL;
   s->free = NULL;
   span_set_carved_lim(s, 0); /* no longer small: free() of a pointer here goes slow */
@@ -693,9 +720,13 @@ void pages_free(span_t *s) {
   lt_assert_cmp(in_use_bytes, >=, s->bytes);
   lt_assert(pagemap_lookup(s->start) == s);
   in_use_bytes -= s->bytes;
-  uint64_t freed_ms = s->freed_ms; /* s may be merged away (its descriptor reused) */
   insert_coalesced(s);
   pages_waiting(freed_ms);
+}
+
+void pages_free(span_t *s) {
+  pthread_mutex_lock(&pages_lock);
+  pages_release_locked(s, os_now_ms());
   maybe_purge();
   pthread_mutex_unlock(&pages_lock);
 }

@@ -25,6 +25,7 @@ static void process_init(void) {
   sizeclass_init();
   pages_init();
   heap_key_init();
+  large_init(); /* (after the heap's key: lithe's first key stays key 0) */
 #if LITHE_SECURE
   os_random(&lithe_link.secret, sizeof lithe_link.secret); /* before any block is linked */
   span_secure_init(); /* the carve's window orders, from the secret */

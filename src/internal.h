@@ -174,6 +174,7 @@ enum span_kind {
   SPAN_LARGE = 2,  /* one object, a run of pages                   */
   SPAN_XLARGE = 3, /* one object in its own mapping                */
   SPAN_DEAD = 4,   /* descriptor on the recycling list             */
+  SPAN_CACHED = 5, /* a freed large run in a thread's cache (large.c) */
 };
 
 /* thread_free low bits: the remote-free notification protocol (heap.c). */
@@ -687,6 +688,8 @@ span_t *pages_alloc(size_t npages, size_t align) INTERNAL;   /* kind FREE->calle
 span_t *pages_alloc_free(size_t npages) INTERNAL;             /* free runs only, or NULL */
 bool pages_adopt(void *p, size_t bytes) INTERNAL;              /* a mapping's pages become a free run */
 void pages_free(span_t *s) INTERNAL;                          /* takes pages_lock */
+void pages_release_locked(span_t *s, uint64_t freed_ms) INTERNAL; /* pages_free, lock held */
+span_t *pages_alloc_after(size_t npages, size_t align, span_t *back) INTERNAL; /* frees `back` first */
 bool pages_try_resize(span_t *s, size_t npages, bool fresh_ok) INTERNAL; /* in place */
 size_t pages_collect(bool force) INTERNAL;                    /* purge; returns bytes */
 void pages_waiting(uint64_t freed_ms) INTERNAL;               /* pages_lock held: memory waits */
@@ -713,6 +716,7 @@ typedef struct heap_walk_s {
   size_t small_live_bytes;  /* blocks_live * block size, all classes       */
   size_t small_free_bytes;
   size_t large_live, large_bytes;   /* page-run objects                    */
+  size_t large_cached, large_cached_bytes; /* freed ones in the threads' caches */
   size_t free_runs, free_bytes;     /* page-heap runs and their bytes      */
   size_t free_dirty_bytes;          /* ... whose pages may be resident     */
 } heap_walk_t;
@@ -785,6 +789,9 @@ extern _Atomic size_t stat_large_live, stat_xlarge_live, stat_xlarge_bytes, stat
 void xcache_expire(uint64_t now, bool all) INTERNAL; /* pages_lock held */
 void xcache_yield(size_t bytes) INTERNAL;             /* pages_lock held */
 uint64_t xcache_due(void) INTERNAL;                   /* pages_lock held */
+void large_init(void) INTERNAL;                       /* init: the large-run cache's key */
+bool lcache_reclaim(uint64_t now, uint64_t prev, bool all, bool hinted) INTERNAL; /* pages_lock held */
+uint64_t lcache_due(uint64_t now) INTERNAL;           /* pages_lock held */
 
 /* alloc.c: the API behind the exported names of override.c */
 void *lt_malloc(size_t n) INTERNAL;

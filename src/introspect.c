@@ -49,6 +49,10 @@ static void walk_span(const span_t *s, void *arg) {
       w->large_live++;
       w->large_bytes += s->bytes;
       break;
+    case SPAN_CACHED:
+      w->large_cached++;
+      w->large_cached_bytes += s->bytes;
+      break;
     case SPAN_FREE:
       w->free_runs++;
       w->free_bytes += s->bytes;
@@ -87,7 +91,7 @@ static struct mallinfo2 info_from(const lithe_stats_t *st, const heap_walk_t *w)
   mi.hblkhd = st->xlarge_bytes;
   mi.uordblks = w->small_live_bytes + w->large_bytes;
   mi.fordblks = in_arenas > mi.uordblks ? in_arenas - mi.uordblks : 0;
-  mi.keepcost = w->free_dirty_bytes;
+  mi.keepcost = w->free_dirty_bytes + w->large_cached_bytes; /* (both malloc_trim's) */
   return mi;
 }
 

@@ -23,6 +23,226 @@
 
 _Atomic size_t stat_large_live, stat_xlarge_live, stat_xlarge_bytes, stat_xlarge_cached_bytes;
 
+/* ---- the large-run cache --------------------------------------------------
+ * A thread's freed large blocks, kept as they are: a malloc of the same
+ * page count takes one back with no lock and no pagemap write (its entries
+ * still name the run).  A 128 KiB malloc+free pair cost 1,055 instructions
+ * through the page heap (callgrind, bench-cgloop a 131072): pagemap_set's
+ * 32 entries ~444, pages_lock ~110, the bins and coalescing ~120; tcmalloc
+ * 80 (docs/design.md, "The large-run cache", has the figures since).
+ *
+ * A cached run has kind SPAN_CACHED, so a second free of the block (or
+ * realloc, malloc_usable_size) is reported as a double free at once, as
+ * for a run back in the page heap; it stays counted in the page heap's
+ * pages in use (the memory limit sees it), not in stat_large_live, and the
+ * heap walk counts it as large_cached (lithe_stats_print_json).
+ *
+ * Each thread has LCACHE_SLOTS slots (an lcache_t, found by every purge
+ * through a list of all of them under pages_lock).  Only the owner fills a
+ * slot; anyone may empty one, by exchanging it with NULL, so the owner
+ * takes its runs back with one atomic exchange and the page heap's purge
+ * takes them (lcache_reclaim, pages_lock held) without the owner:
+ *   - a purge pass: the runs freed at least the purge delay ago; they
+ *     become free runs, purged at once (a free reads no clock: a slot's
+ *     time is set by the first pass that sees it, to the pass before);
+ *   - lithe_collect (and the memory limit's pressure): all of them;
+ *   - a request the page heap's free runs cannot serve: all of them,
+ *     before any fresh page is carved or mapped, so cached runs never add
+ *     to the peak;
+ * and the owner gives all of its runs back on a malloc that finds no run
+ * of its size (under the same lock, before the page heap looks: the cache
+ * holds sizes that repeat, others are as before), and at thread exit. */
+#define LCACHE_SLOTS 8
+typedef struct lcache_s {
+  span_t *_Atomic slot[LCACHE_SLOTS];
+  _Atomic uint64_t seen_ms[LCACHE_SLOTS]; /* its free time as purges see it; 0: no
+                                             pass has seen it yet */
+  size_t npages[LCACHE_SLOTS];            /* the owner's: the slot's run's pages */
+  char *start[LCACHE_SLOTS];              /* ... and its first byte (a purge may
+                                             take the run and reuse its
+                                             descriptor: never read there) */
+  struct lcache_s *next;                  /* all caches (pages_lock)            */
+  struct lcache_s *spare_next;            /* exited threads' (pages_lock)       */
+} lcache_t;
+static lcache_t *lcache_all, *lcache_spare;
+/* some slot may hold a run: a hint, set by puts, cleared by reclaims (a
+ * missed run waits for the next purge pass) */
+static _Atomic bool lcache_any;
+static __thread lcache_t *lcache_mine __attribute__((tls_model("initial-exec")));
+static __thread bool lcache_gone __attribute__((tls_model("initial-exec")));
+static pthread_key_t lcache_key;
+static bool lcache_key_ok;
+
+static span_t *lcache_drain(lcache_t *c) {
+  span_t *out = NULL;
+  for (unsigned i = 0; i < LCACHE_SLOTS; i++) {
+    if (!atomic_load_explicit(&c->slot[i], memory_order_relaxed)) continue; /* (only its owner fills it) */
+    span_t *s = atomic_exchange_explicit(&c->slot[i], NULL, memory_order_acquire);
+    if (s) {
+      s->next = out;
+      out = s;
+    }
+  }
+  return out;
+}
+
+static void lcache_exit(void *arg) {
+  (void)arg; /* (the program may have overwritten the key's value) */
+  lcache_t *c = lcache_mine;
+  lcache_mine = NULL;
+  lcache_gone = true; /* later frees of this thread bypass the cache */
+  if (!c) return;
+  span_t *back = lcache_drain(c);
+  pthread_mutex_lock(&pages_lock);
+  uint64_t now = os_now_ms();
+  for (span_t *s = back, *next; s; s = next) {
+    next = s->next;
+    pages_release_locked(s, now);
+  }
+  c->spare_next = lcache_spare;
+  lcache_spare = c;
+  pthread_mutex_unlock(&pages_lock);
+}
+
+void large_init(void) {
+  lcache_key_ok = pthread_key_create(&lcache_key, lcache_exit) == 0;
+}
+
+static NOINLINE lcache_t *lcache_new(void) {
+  if (lcache_gone || !lcache_key_ok) return NULL;
+  pthread_mutex_lock(&pages_lock);
+  lcache_t *c = lcache_spare;
+  if (c) lcache_spare = c->spare_next;
+  pthread_mutex_unlock(&pages_lock);
+  if (!c) {
+    if (!(c = meta_alloc(sizeof *c))) return NULL;
+    memset(c, 0, sizeof *c);
+    pthread_mutex_lock(&pages_lock);
+    c->next = lcache_all;
+    lcache_all = c;
+    pthread_mutex_unlock(&pages_lock);
+  }
+  if (pthread_setspecific(lcache_key, c) != 0) { /* no destructor: not used */
+    pthread_mutex_lock(&pages_lock);
+    c->spare_next = lcache_spare;
+    lcache_spare = c;
+    pthread_mutex_unlock(&pages_lock);
+    lcache_gone = true;
+    return NULL;
+  }
+  lcache_mine = c;
+  return c;
+}
+
+/* Keep freed large run s in this thread's cache; false: the caller frees it. */
+static bool lcache_put(span_t *s) {
+  if (unlikely(lithe_opt.purge_delay_ms == 0 || s->bytes > large_max ||
+               (limit_pressure_at && atomic_load_explicit(&limit_pressure, memory_order_relaxed))))
+    return false;
+  lcache_t *c = lcache_mine;
+  if (unlikely(!c) && !(c = lcache_new())) return false;
+  for (unsigned i = 0; i < LCACHE_SLOTS; i++) {
+    if (atomic_load_explicit(&c->slot[i], memory_order_relaxed)) continue;
+    span_set_kind(s, SPAN_CACHED);
+    s->dirty = 1;
+    c->npages[i] = s->bytes >> PAGE_SHIFT;
+    c->start[i] = s->start;
+    atomic_store_explicit(&c->seen_ms[i], 0, memory_order_relaxed);
+    atomic_store_explicit(&c->slot[i], s, memory_order_release);
+    if (unlikely(!atomic_load_explicit(&lcache_any, memory_order_relaxed))) {
+      /* the first run cached since a pass found none: the purge thread is
+       * told (as a free into the page heap tells it), so it does not sleep
+       * past the run's delay or exit with the run kept (later puts find
+       * the hint set and say nothing: a run kept while the thread sleeps
+       * towards a later due waits until then) */
+      atomic_store_explicit(&lcache_any, true, memory_order_relaxed);
+      pthread_mutex_lock(&pages_lock);
+      pages_waiting(os_now_ms());
+      pthread_mutex_unlock(&pages_lock);
+      pages_purger_poll();
+    }
+    return true;
+  }
+  return false;
+}
+
+/* A cached run of `npages` pages starting on an `align` boundary (a power
+ * of two), or NULL; *back: on a miss, all the thread's cached runs (for
+ * pages_alloc_after).  (A miss that kept them: bench-mallocbench's
+ * memalign row, 32 blocks at each alignment up to 1 MiB, peaked at 4,752
+ * kB against 2,062.) */
+static span_t *lcache_take(size_t npages, size_t align, span_t **back) {
+  lcache_t *c = lcache_mine;
+  *back = NULL;
+  if (!c) return NULL;
+  for (unsigned i = 0; i < LCACHE_SLOTS; i++) {
+    if (c->npages[i] != npages || ((uintptr_t)c->start[i] & (align - 1)) ||
+        !atomic_load_explicit(&c->slot[i], memory_order_relaxed))
+      continue;
+    span_t *s = atomic_exchange_explicit(&c->slot[i], NULL, memory_order_acquire);
+    if (s) return s; /* (NULL: a purge took it meanwhile) */
+  }
+  *back = lcache_drain(c);
+  return NULL;
+}
+
+/* pages_lock held: give the cached runs back to the page heap, those freed
+ * the purge delay ago or, with all, every one.  A run no pass has seen was
+ * freed after the last one (`prev`, 0: none): that is its time, so it waits
+ * at most the delay (a program that frees and goes quiet has it purged
+ * with the rest; stamped with the pass that first saw it, a run waited up
+ * to twice the delay, and the benchmarks' unassisted end, a delay + 100 ms
+ * after the last call, found stress_aligned's 1.1 MB more resident), and
+ * at least the delay less the time between passes; with hinted only
+ * if a put may have cached one since the last reclaim that left none (a
+ * purge pass looks anyway, so the hint's race only delays a run).  true:
+ * some. */
+bool lcache_reclaim(uint64_t now, uint64_t prev, bool all, bool hinted) {
+  lt_assert_held(&pages_lock);
+  if (hinted && !atomic_load_explicit(&lcache_any, memory_order_relaxed)) return false;
+  long delay = lithe_opt.purge_delay_ms;
+  bool got = false, left = false;
+  for (lcache_t *c = lcache_all; c; c = c->next)
+    for (unsigned i = 0; i < LCACHE_SLOTS; i++) {
+      if (!atomic_load_explicit(&c->slot[i], memory_order_relaxed)) continue;
+      uint64_t seen = atomic_load_explicit(&c->seen_ms[i], memory_order_relaxed);
+      if (!seen) {
+        /* (its owner may have taken the run back and cached another
+         * meanwhile: freed after `prev` too) */
+        seen = prev ? prev : now;
+        atomic_store_explicit(&c->seen_ms[i], seen, memory_order_relaxed);
+      }
+      if (!all && (delay < 0 || now - seen < (uint64_t)delay)) {
+        left = true;
+        continue;
+      }
+      span_t *s = atomic_exchange_explicit(&c->slot[i], NULL, memory_order_acquire);
+      if (!s) continue; /* its owner took it back */
+      pages_release_locked(s, seen);
+      got = true;
+    }
+  if (!left) atomic_store_explicit(&lcache_any, false, memory_order_relaxed);
+  return got;
+}
+
+/* pages_lock held, after a pass at `now`: when the oldest cached run is
+ * due (UINT64_MAX: none, or no delay); one no pass has seen yet was freed
+ * after this one, and is due a delay from now. */
+uint64_t lcache_due(uint64_t now) {
+  lt_assert_held(&pages_lock);
+  long delay = lithe_opt.purge_delay_ms;
+  if (delay <= 0) return UINT64_MAX;
+  uint64_t due = UINT64_MAX;
+  for (lcache_t *c = lcache_all; c; c = c->next)
+    for (unsigned i = 0; i < LCACHE_SLOTS; i++) {
+      if (!atomic_load_explicit(&c->slot[i], memory_order_relaxed)) continue;
+      uint64_t seen = atomic_load_explicit(&c->seen_ms[i], memory_order_relaxed);
+      uint64_t d = (seen ? seen : now) + (uint64_t)delay;
+      if (d < due) due = d;
+    }
+  return due;
+}
+
 /* ---- the xlarge cache -----------------------------------------------------
  * Freed xlarge memory, kept as ranges, newest first, under pages_lock (the
  * fork handlers already take it).  A range lies inside one kernel mapping
@@ -575,7 +795,17 @@ void *large_alloc_zero(size_t size, size_t align, bool zero) {
   void *p = NULL;
   size_t npages = align_up(size, PAGE_SIZE) >> PAGE_SHIFT;
   if (size <= large_max && align <= large_max) {
-    p = large_run(pages_alloc(npages, align), size, zero);
+    span_t *back = NULL, *s;
+    if ((s = lcache_take(npages, align > PAGE_SIZE ? align : PAGE_SIZE, &back))) {
+      atomic_fetch_add_explicit(&stat_large_live, 1, memory_order_relaxed);
+      span_set_kind(s, SPAN_LARGE);
+      if (zero) {
+        lt_vg_writable(s->start, size); /* valgrind build: a freed block's pages */
+        memset(s->start, 0, size);
+      }
+      return s->start;
+    }
+    p = large_run(back ? pages_alloc_after(npages, align, back) : pages_alloc(npages, align), size, zero);
   } else {
     /* Above large_max a free page run that holds the block serves it
      * before any mapping, cached or fresh: a program whose small objects
@@ -613,6 +843,7 @@ void large_free(span_t *s) {
   lt_assert_v(s->kind == SPAN_LARGE, s->kind);
   lt_assert(atomic_load_explicit(&stat_large_live, memory_order_relaxed) > 0);
   atomic_fetch_sub_explicit(&stat_large_live, 1, memory_order_relaxed);
+  if (lcache_put(s)) return;
   pages_free(s);
   pages_purger_poll();
 }

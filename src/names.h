@@ -60,6 +60,7 @@
 #define large_max          _lithe_large_max
 #define pages_adopt        _lithe_pages_adopt
 #define pages_alloc        _lithe_pages_alloc
+#define pages_alloc_after  _lithe_pages_alloc_after
 #define pages_alloc_free   _lithe_pages_alloc_free
 #define pages_arena_count  _lithe_pages_arena_count
 #define pages_collect      _lithe_pages_collect
@@ -71,6 +72,7 @@
 #define pages_purged_bytes _lithe_pages_purged_bytes
 #define pages_purger_poll  _lithe_pages_purger_poll
 #define pages_purger_stop  _lithe_pages_purger_stop
+#define pages_release_locked _lithe_pages_release_locked
 #define pages_try_resize   _lithe_pages_try_resize
 #define pages_usage        _lithe_pages_usage
 #define pages_verify       _lithe_pages_verify
@@ -116,6 +118,9 @@
 #define large_alloc              _lithe_large_alloc
 #define large_alloc_zero         _lithe_large_alloc_zero
 #define large_free               _lithe_large_free
+#define large_init               _lithe_large_init
+#define lcache_due               _lithe_lcache_due
+#define lcache_reclaim           _lithe_lcache_reclaim
 #define large_realloc            _lithe_large_realloc
 #define stat_large_live          _lithe_stat_large_live
 #define stat_xlarge_bytes        _lithe_stat_xlarge_bytes

@@ -784,7 +784,10 @@ static bool block_live(uintptr_t a) {
   size_t off = (size_t)((char *)a - s->start);
   if (off >= s->bytes || (char *)a >= s->bump || !small_block_start(s, off)) return false;
   block_t *b = (block_t *)a;
-  return block_key(b) != span_free_key(s) || !span_contains_free(s, b);
+  /* freed: on its span's lists, or in a heap's bin (where a free puts it;
+   * a purge pass that moved the epoch used to flush the bins before the
+   * report, and a freed large block cached by its thread moves none) */
+  return block_key(b) != span_free_key(s) || !(span_contains_free(s, b) || heaps_bin_has(s, b));
 }
 
 /* ---- output (out_t, options.c) ---------------------------------------- */

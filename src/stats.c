@@ -101,6 +101,8 @@ LITHE_API void lithe_stats_print_json(int fd) {
   j_field(&o, "small_free_bytes", w.small_free_bytes, false);
   j_field(&o, "large_live", w.large_live, false);
   j_field(&o, "large_bytes", w.large_bytes, false);
+  j_field(&o, "large_cached", w.large_cached, false);
+  j_field(&o, "large_cached_bytes", w.large_cached_bytes, false);
   j_field(&o, "free_runs", w.free_runs, false);
   j_field(&o, "free_bytes", w.free_bytes, false);
   j_field(&o, "free_dirty_bytes", w.free_dirty_bytes, false);

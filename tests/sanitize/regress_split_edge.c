@@ -19,10 +19,15 @@
  *   malloc 41 pages: the 53-page run is split after page 41, whose last
  *   page is that stale one. */
 #include "testutil.h"
+#include <malloc.h>
 #define LITHE_DEBUG 1 /* lithe_verify(): this test links the Debug liblithe.a */
 #include "internal.h"
 
 int main(void) {
+  /* purge at once (delay 0): freed large blocks go straight back to the
+   * page heap, not into the thread's large-run cache (src/large.c), so the
+   * frees below merge there as described */
+  CHECK(mallopt(M_TRIM_THRESHOLD, 0) == 1);
   char *a = malloc(40 * PAGE_SIZE), *b = malloc(13 * PAGE_SIZE), *c = malloc(7 * PAGE_SIZE);
   CHECK(a && b && c);
   CHECKF(b == a + 40 * PAGE_SIZE && c == b + 13 * PAGE_SIZE, "large blocks not side by side: %p %p %p",
