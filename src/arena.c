@@ -410,17 +410,25 @@ again:
   return NULL;
 }
 
+/* May a purge thread run at all: a delay above 0 (0 purges at once, -1
+ * never), LITHE_PURGE_THREAD not 0, and not the valgrind build (glibc's
+ * malloc'ed TLS vector of a thread still alive at exit is reported as
+ * possibly lost).  Asked again where a thread is started, since a forked
+ * child is told to start one whenever memory waits (pages_fork_child):
+ * children started one against LITHE_PURGE_THREAD=0 and in the valgrind
+ * build (regress_fork_purge_off). */
+static bool purger_allowed(void) {
+  return lithe_opt.purge_delay_ms > 0 && lithe_opt.purge_thread && !LITHE_VALGRIND;
+}
+
 /* Freed memory starts waiting (pages_lock held): the thread is to wake
  * when it is due, or to be started by the next call that holds no lock
  * (pages_purger_poll): pthread_create allocates, and pages_free may be
  * called with other locks of lithe's held. */
 void pages_waiting(uint64_t freed_ms) {
   lt_assert_held(&pages_lock);
-  long delay = lithe_opt.purge_delay_ms;
-  /* (valgrind build: none; glibc's malloc'ed TLS vector of a thread
-   * still alive at exit is reported as possibly lost) */
-  if (delay <= 0 || purger_off || !lithe_opt.purge_thread || LITHE_VALGRIND) return;
-  uint64_t due = freed_ms + (uint64_t)delay;
+  if (purger_off || !purger_allowed()) return;
+  uint64_t due = freed_ms + (uint64_t)lithe_opt.purge_delay_ms;
   if (due < purge_due_ms) {
     purge_due_ms = due;
     if (purger_running) pthread_cond_signal(&purge_cond);
@@ -440,7 +448,7 @@ void pages_purger_poll(void) {
   pthread_mutex_lock(&purger_life);
   purger_life_held = true;
   pthread_mutex_lock(&pages_lock);
-  bool go = !purger_running && !purger_off && !purger_stop && purge_due_ms != UINT64_MAX;
+  bool go = !purger_running && !purger_off && !purger_stop && purge_due_ms != UINT64_MAX && purger_allowed();
   if (go) purger_running = true;
   atomic_store_explicit(&purger_wanted, false, memory_order_relaxed);
   pthread_mutex_unlock(&pages_lock);
@@ -500,7 +508,7 @@ void pages_fork_child(void) {
   purger_stop = false;
   pthread_mutex_init(&purger_life, NULL); /* (fork may have found it held) */
   purger_init();
-  atomic_store_explicit(&purger_wanted, purge_due_ms != UINT64_MAX && !purger_off,
+  atomic_store_explicit(&purger_wanted, purge_due_ms != UINT64_MAX && !purger_off && purger_allowed(),
                         memory_order_relaxed);
 }
 
