@@ -264,7 +264,7 @@ void heap_bin_spill(heap_t *h, span_t *s, block_t *b) {
   unsigned c = s->bin_cls;
   if (likely(c != 0 && atomic_load_explicit(&s->owner, memory_order_relaxed) == h)) {
     h->bins->bin_room[c]++; /* the decrement undone: the bin stays full */
-    h->bin_spilled[s->cls] = 1;
+    h->bin_spilled[s->cls]++;
     span_push(h, s, b);
     if (unlikely(atomic_load_explicit(&pages_epoch, memory_order_relaxed) != h->epoch)) heap_decay(h);
     return;
@@ -285,8 +285,12 @@ static NOINLINE void bin_spill_other(heap_t *h, span_t *s, block_t *b) {
     span_free_remote(s, b);
     return;
   }
-  /* another heap's block: to its span's thread_free */
-  h->bin_spilled[s->cls] = 1;
+  /* another heap's block: to its span's thread_free.  It counts as one
+   * spill, whatever their number (the bin then doubles, as it always
+   * did): growing by them, a thread that frees what others allocated
+   * grew its bins to take all their frees and held them from their
+   * owners (replay_pythreads peak 9-23 MB -> 27-51 MB in three runs). */
+  if (!h->bin_spilled[s->cls]) h->bin_spilled[s->cls] = 1;
   span_free_remote(s, b);
   heap_decay(h);
 }
@@ -353,16 +357,26 @@ static inline void *bin_pop(heap_t *h, unsigned cls) {
   return b;
 }
 
-/* The capacity: set at the first refill, doubled when malloc finds the bin
- * empty after a free found it full, up to bin_max_cap; the rooms of both
- * lists of a class of two grow with it. */
+/* The capacity: set at the first refill; when malloc finds the bin empty
+ * after frees found it full, grown by as many blocks as spilled past it
+ * (at least doubled), up to bin_max_cap, so that a wave of frees that
+ * overflowed it fits the next time; the rooms of both lists of a class of
+ * two grow with it.  Doubling alone took 8 rounds to grow a flushed bin
+ * (heap_span_new: back to its first capacity) to a wave of 65,535 frees,
+ * and tree_allocate (rounds of 65,535 nodes and as many payloads) flushed
+ * every 4-5 rounds, so its bins never held a round: 2,847,349 of its
+ * 3,145,680 frees a run spilled to the spans, which went back to the page
+ * heap and were carved again (regress_bin_wave).  Measured in
+ * docs/design.md ("Single-threaded rows behind mimalloc"). */
 static uint32_t bin_grow(heap_t *h, unsigned cls) {
   uint32_t old = h->bin_cap[cls], cap = old;
   if (!cap) {
     cap = bin_first_cap(cls);
   } else if (h->bin_spilled[cls]) {
     uint32_t max = bin_max_cap(cls);
-    cap = cap * 2 < max ? cap * 2 : max;
+    uint64_t want = (uint64_t)cap + h->bin_spilled[cls];
+    if (want < (uint64_t)cap * 2) want = (uint64_t)cap * 2;
+    cap = want < max ? (uint32_t)want : max;
   }
   h->bin_spilled[cls] = 0;
   h->bin_cap[cls] = cap;
@@ -724,8 +738,8 @@ static span_t *heap_span_new(heap_t *h, unsigned cls) {
    * 1,173 times (10 % of its instructions) with nothing to gain, since the
    * other sizes' blocks were reused from their bins right after.
    * The flushed bins start again at their first capacity (they grow back
-   * by doubling, as at first, where frees and mallocs of their size keep
-   * spilling them): a bin that grew to BIN_MAX_BYTES filled up again
+   * by what spills past them, as at first, where frees and mallocs of
+   * their size keep spilling them): a bin that grew to BIN_MAX_BYTES filled up again
    * with that size's next frees, held them out of their spans, and the
    * next size that needed a span flushed it again, a pagemap lookup and a
    * cache miss per cold block.  replay_python (its 64 B bin grown to
@@ -749,6 +763,7 @@ static span_t *heap_span_new(heap_t *h, unsigned cls) {
       h->bins->bin_room[c] -= d;
       if (f != c) h->bins->bin_room[f] -= d;
       h->bin_cap[c] = cap0;
+      h->bin_spilled[c] = 0; /* its growth starts again from the next spills */
     }
     heap_bins_flush(h);
     if ((s = cache_take(h, cls, bytes, first))) return s;

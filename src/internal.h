@@ -126,8 +126,9 @@
 /* A heap's bin of a class holds free blocks (of spans it owns) between the
  * owner's free and its next malloc, so a wave of frees and mallocs of one
  * size never moves spans (heap.c, "Bins").  Its capacity starts at
- * BIN_FIRST_BYTES worth of blocks (>= BIN_MIN_BLOCKS), doubles when
- * malloc finds the bin empty after a free found it full, up to
+ * BIN_FIRST_BYTES worth of blocks (>= BIN_MIN_BLOCKS), grows when
+ * malloc finds the bin empty after a free found it full (by the blocks
+ * that spilled past it, at least x2: heap.c, bin_grow), up to
  * BIN_MAX_BYTES (<= BIN_MAX_BLOCKS); a free into a full bin goes
  * straight to the block's span.  Bins are emptied before the heap takes
  * fresh pages (when they hold BIN_FLUSH_BYTES), on lithe_collect, at
@@ -466,8 +467,8 @@ typedef struct heap_s {
   heap_bins_t *bins;                  /* &lithe_tls_bins of its thread, or
                                          &bins_own (see heap_bins_t)     */
   uint32_t bin_cap[NCLASSES];         /* capacity (0: not set yet)       */
-  uint8_t bin_spilled[NCLASSES];      /* a free found it full since the
-                                         last refill (fastpath.h)        */
+  uint32_t bin_spilled[NCLASSES];     /* frees that found it full since
+                                         the last refill (heap.c, bin_grow) */
   span_t *current[NCLASSES];          /* the bin refills from current[cls] */
   span_list_t avail[NCLASSES];        /* spans with free room, current first */
   span_list_t full;                   /* spans with no room left         */
