@@ -345,11 +345,8 @@ static size_t purge_runs(uint64_t now, bool force, size_t keep) {
   /* the threads' large-run caches (large.c) first: what has waited the
    * delay there becomes a free run, freed when it was cached, so the loop
    * below purges it; all of it when a collection (or the memory limit)
-   * asks for more than the decay; `keep` counted the pages in use, so it
-   * grows by what they add (the memory limit's pressure purged them all
-   * else: bench-limitcycle at 80m, 65.8k -> 94.5k faults) */
-  size_t back = lcache_reclaim(now, last_purge_ms, force || keep != SIZE_MAX, false);
-  if (keep != SIZE_MAX) keep += back;
+   * asks for more than the decay */
+  lcache_reclaim(now, last_purge_ms, force || keep != SIZE_MAX, false);
   uint64_t due = UINT64_MAX; /* of the runs that stay dirty */
   for (unsigned b = 0; b < NBINS; b++)
     for (span_t *s = bins[b].first; s; s = s->next) {
@@ -665,10 +662,6 @@ static span_t *pages_take(size_t npages, size_t align, bool fresh_ok, span_t *ba
   bool taken = false;
   if (unlikely(limit_pressure_at) && (!s || !s->dirty) &&
       usage_locked() + (total << PAGE_SHIFT) >= limit_pressure_at) {
-    /* the threads' cached large runs are dirty free runs first, for the
-     * fill below to move (kept apart, bench-limitcycle at 80m faulted
-     * 84.7k times, 65.8k without the cache) */
-    if (lcache_reclaim(os_now_ms(), 0, true, true) && (!s || !s->dirty)) s = find_fit(total);
     /* the run is taken first, to be filled with dirty runs' pages: what
      * those give counts once, in the run, and the purge below has less
      * to give back (counted as in use meanwhile) */

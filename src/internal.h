@@ -791,7 +791,7 @@ void xcache_expire(uint64_t now, bool all) INTERNAL; /* pages_lock held */
 void xcache_yield(size_t bytes) INTERNAL;             /* pages_lock held */
 uint64_t xcache_due(void) INTERNAL;                   /* pages_lock held */
 void large_init(void) INTERNAL;                       /* init: the large-run cache's key */
-size_t lcache_reclaim(uint64_t now, uint64_t prev, bool all, bool hinted) INTERNAL; /* pages_lock held */
+bool lcache_reclaim(uint64_t now, uint64_t prev, bool all, bool hinted) INTERNAL; /* pages_lock held */
 uint64_t lcache_due(uint64_t now) INTERNAL;           /* pages_lock held */
 
 /* alloc.c: the API behind the exported names of override.c */

@@ -195,14 +195,13 @@ static span_t *lcache_take(size_t npages, size_t align, span_t **back) {
  * after the last call, found stress_aligned's 1.1 MB more resident), and
  * at least the delay less the time between passes; with hinted only
  * if a put may have cached one since the last reclaim that left none (a
- * purge pass looks anyway, so the hint's race only delays a run).
- * Returns the bytes given back. */
-size_t lcache_reclaim(uint64_t now, uint64_t prev, bool all, bool hinted) {
+ * purge pass looks anyway, so the hint's race only delays a run).  true:
+ * some. */
+bool lcache_reclaim(uint64_t now, uint64_t prev, bool all, bool hinted) {
   lt_assert_held(&pages_lock);
-  if (hinted && !atomic_load_explicit(&lcache_any, memory_order_relaxed)) return 0;
+  if (hinted && !atomic_load_explicit(&lcache_any, memory_order_relaxed)) return false;
   long delay = lithe_opt.purge_delay_ms;
-  size_t got = 0;
-  bool left = false;
+  bool got = false, left = false;
   for (lcache_t *c = lcache_all; c; c = c->next)
     for (unsigned i = 0; i < LCACHE_SLOTS; i++) {
       if (!atomic_load_explicit(&c->slot[i], memory_order_relaxed)) continue;
@@ -219,8 +218,8 @@ size_t lcache_reclaim(uint64_t now, uint64_t prev, bool all, bool hinted) {
       }
       span_t *s = atomic_exchange_explicit(&c->slot[i], NULL, memory_order_acquire);
       if (!s) continue; /* its owner took it back */
-      got += s->bytes;
       pages_release_locked(s, seen);
+      got = true;
     }
   if (!left) atomic_store_explicit(&lcache_any, false, memory_order_relaxed);
   return got;
