@@ -96,19 +96,13 @@
 #define SPAN_FIRST_BYTES ((size_t)16 * KiB)
 
 /* Lazy free-list building: a span hands out memory a slice at a time so a
- * program touches only what it uses (one OS page worth of blocks). */
+ * program touches only what it uses (one OS page worth of blocks; a class
+ * above 1 KiB gets 1-3 blocks a slice).  At least 4 blocks a slice for
+ * those classes (020c675) cut medium --parallel's samples in lithe's
+ * functions by a fifth but cost memory: limitcycle peak 120.0 -> 152.8 MB
+ * and end 226 -> 280 kB, limitcycle_limit80m's faults 64.7k -> 80.1k
+ * (docs/design.md, "medium_parallel"), so it was taken out. */
 #define EXTEND_BYTES ((size_t)4 * KiB)
-/* ...but a slice after a span's first holds at least 4 blocks: a class
- * above 1 KiB had 1-3 to a 4 KiB slice (one from 4 KiB up), so a wave of
- * 1-32 KiB mallocs took the slow path (span_extend, bin_refill) every 1-3
- * blocks, and each waited there on the store of the link into a cold
- * block (a page walk and a miss: 52 % of heap_malloc_class's samples),
- * one block at a time; 4 stores to 4 blocks overlap.  bench-mallocbench
- * medium --parallel (1-8 KiB, 2 threads), perf samples at 4 kHz in all of
- * lithe's functions per measured run: 218-258 -> 180-190 (glibc's malloc
- * and free 363; docs/design.md, "medium_parallel").  The first slice
- * stays one block, so a class used once touches one block's page. */
-#define EXTEND_MIN_BLOCKS 4
 /* A span's first slice is smaller: a new thread's first malloc carves it
  * (bench-startup: 256 blocks of 16 B were ~2,100 of the ~3,900
  * instructions of a thread's first malloc, and the thread's exit flushed

@@ -185,8 +185,6 @@ bool span_extend(span_t *s) {
   if (left == 0) return false;
   size_t n = (s->bump == s->start ? EXTEND_FIRST_BYTES : EXTEND_BYTES) / size;
   if (n == 0) n = 1;
-  /* a later slice of a class above 1 KiB: EXTEND_MIN_BLOCKS (internal.h) */
-  if (n < EXTEND_MIN_BLOCKS && s->bump != s->start) n = EXTEND_MIN_BLOCKS;
 #if LITHE_SECURE
   /* at least CARVE_MIN_BLOCKS: a class above 1 KiB has fewer than 4 to a
    * 4 KiB slice, and one to a slice would be handed out in address order */
