@@ -643,13 +643,7 @@ static span_t *pages_take(size_t npages, size_t align, bool fresh_ok, span_t *ba
   size_t extra = align > PAGE_SIZE ? (align >> PAGE_SHIFT) - 1 : 0;
   size_t total = npages + extra;
   pthread_mutex_lock(&pages_lock);
-  if (back) {
-    uint64_t now = os_now_ms();
-    for (span_t *b = back, *next; b; b = next) {
-      next = b->next;
-      pages_release_locked(b, now);
-    }
-  }
+  if (back) pages_release_list_locked(back, os_now_ms());
   span_t *s = find_fit(total);
   /* no free run holds it: the runs in the threads' large-run caches
    * (large.c) come back before any fresh page is carved or mapped, so
@@ -730,6 +724,15 @@ void pages_release_locked(span_t *s, uint64_t freed_ms) {
   in_use_bytes -= s->bytes;
   insert_coalesced(s);
   pages_waiting(freed_ms);
+}
+
+/* The same for each run of a list linked through `next` (a thread's
+ * large-run cache, large.c). */
+void pages_release_list_locked(span_t *list, uint64_t freed_ms) {
+  for (span_t *s = list, *next; s; s = next) {
+    next = s->next;
+    pages_release_locked(s, freed_ms);
+  }
 }
 
 void pages_free(span_t *s) {

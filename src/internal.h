@@ -684,6 +684,7 @@ span_t *pages_alloc_free(size_t npages) INTERNAL;             /* free runs only,
 bool pages_adopt(void *p, size_t bytes) INTERNAL;              /* a mapping's pages become a free run */
 void pages_free(span_t *s) INTERNAL;                          /* takes pages_lock */
 void pages_release_locked(span_t *s, uint64_t freed_ms) INTERNAL; /* pages_free, lock held */
+void pages_release_list_locked(span_t *list, uint64_t freed_ms) INTERNAL; /* each of a list */
 span_t *pages_alloc_after(size_t npages, size_t align, span_t *back) INTERNAL; /* frees `back` first */
 bool pages_try_resize(span_t *s, size_t npages, bool fresh_ok) INTERNAL; /* in place */
 size_t pages_collect(bool force) INTERNAL;                    /* purge; returns bytes */

@@ -94,11 +94,7 @@ static void lcache_exit(void *arg) {
   if (!c) return;
   span_t *back = lcache_drain(c);
   pthread_mutex_lock(&pages_lock);
-  uint64_t now = os_now_ms();
-  for (span_t *s = back, *next; s; s = next) {
-    next = s->next;
-    pages_release_locked(s, now);
-  }
+  pages_release_list_locked(back, os_now_ms());
   c->spare_next = lcache_spare;
   lcache_spare = c;
   pthread_mutex_unlock(&pages_lock);
@@ -802,15 +798,9 @@ void *large_alloc_zero(size_t size, size_t align, bool zero) {
   size_t npages = align_up(size, PAGE_SIZE) >> PAGE_SHIFT;
   if (size <= large_max && align <= large_max) {
     span_t *back = NULL, *s;
-    if ((s = lcache_take(npages, align > PAGE_SIZE ? align : PAGE_SIZE, &back))) {
-      atomic_fetch_add_explicit(&stat_large_live, 1, memory_order_relaxed);
-      span_set_kind(s, SPAN_LARGE);
-      if (zero) {
-        lt_vg_writable(s->start, size); /* valgrind build: a freed block's pages */
-        memset(s->start, 0, size);
-      }
-      return s->start;
-    }
+    /* (a cached run is dirty: large_run zeroes it when asked) */
+    if ((s = lcache_take(npages, align > PAGE_SIZE ? align : PAGE_SIZE, &back)))
+      return large_run(s, size, zero);
     p = large_run(back ? pages_alloc_after(npages, align, back) : pages_alloc(npages, align), size, zero);
   } else {
     /* Above large_max a free page run that holds the block serves it

@@ -73,6 +73,7 @@
 #define pages_purger_poll  _lithe_pages_purger_poll
 #define pages_purger_stop  _lithe_pages_purger_stop
 #define pages_release_locked _lithe_pages_release_locked
+#define pages_release_list_locked _lithe_pages_release_list_locked
 #define pages_try_resize   _lithe_pages_try_resize
 #define pages_usage        _lithe_pages_usage
 #define pages_verify       _lithe_pages_verify
