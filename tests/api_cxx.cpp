@@ -191,14 +191,7 @@ static void handler_child(void *) {
 }
 
 static void new_handler_test() {
-  static tu_child r;
-  CHECK(tu_run_fn(&r, handler_child, nullptr, 60) == 0);
-  char how[128];
-  tu_describe(&r, how, sizeof how);
-  fputs(r.out, stdout);
-  fputs(r.err, stderr);
-  CHECKF(!r.timed_out && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
-         "new_handler child: %s", how);
+  tu_run_fn_ok(handler_child, nullptr, 60, "new_handler child", "");
 }
 
 static void containers_on_threads() {

@@ -103,15 +103,7 @@ static void limited_thread_child(void *arg) {
 }
 
 static void run(void (*fn)(void *), const char *name) {
-  static tu_child r;
-  CHECK(tu_run_fn(&r, fn, NULL, 100) == 0);
-  char how[128];
-  tu_describe(&r, how, sizeof how);
-  fputs(r.out, stdout);
-  fputs(r.err, stderr);
-  printf("%s: %s\n", name, how);
-  CHECKF(!r.timed_out && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
-         "%s: the child %s (allocation under a memory limit must fail cleanly)", name, how);
+  tu_run_fn_ok(fn, NULL, 100, name, " (allocation under a memory limit must fail cleanly)");
 }
 
 int main(void) {

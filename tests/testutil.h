@@ -408,6 +408,21 @@ static inline int tu_run_fn_skipped(tu_child *r, void (*fn)(void *), void *arg, 
   return 0;
 }
 
+/* Runs fn in a child (tu_run_fn), passes its output on, and requires a
+ * clean exit 0 in time; `what` names it, `hint` (or "") says why that matters. */
+static inline void tu_run_fn_ok(void (*fn)(void *), void *arg, int timeout_s, const char *what,
+                                const char *hint) {
+  static tu_child r;
+  CHECK(tu_run_fn(&r, fn, arg, timeout_s) == 0);
+  char how[128];
+  tu_describe(&r, how, sizeof how);
+  fputs(r.out, stdout);
+  fputs(r.err, stderr);
+  printf("%s: %s\n", what, how);
+  CHECKF(!r.timed_out && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s: the child %s%s", what,
+         how, hint);
+}
+
 /* Does text contain a 0x... number equal to v? (case and zero padding free) */
 static inline int tu_has_hex(const char *text, uintptr_t v) {
   for (const char *s = text; (s = strstr(s, "0x")) != NULL; s += 2) {
