@@ -233,6 +233,12 @@ typedef struct span_s {
   /* written by other threads */
   _Alignas(CACHE_LINE) _Atomic uintptr_t thread_free; /* remote frees | TF_* */
   struct span_s *_Atomic remote_next;/* owner's notified-spans stack     */
+  /* FREE runs (arena.c): its pages that may be resident lie in
+   * [dirty_lo, dirty_hi) and are dirty_n bytes at most (0: none, and
+   * dirty is 0); a run merged from a purged and a freed one is not
+   * counted resident whole */
+  char *dirty_lo, *dirty_hi;
+  size_t dirty_n;
   /* lists and page-heap bookkeeping */
   _Alignas(CACHE_LINE) struct span_s *next, *prev; /* the list it is in  */
   uint64_t freed_ms;                 /* FREE runs: when it became free   */

@@ -56,7 +56,7 @@ static void walk_span(const span_t *s, void *arg) {
     case SPAN_FREE:
       w->free_runs++;
       w->free_bytes += s->bytes;
-      if (s->dirty) w->free_dirty_bytes += s->bytes;
+      w->free_dirty_bytes += s->dirty_n;
       break;
     default:
       break;
