@@ -326,8 +326,9 @@ static span_t *find_fit_resident(size_t npages) {
   return best;
 }
 
+static size_t usage_locked(void);
 static span_t *find_fit(size_t npages) {
-  if (unlikely(limit_pressure_at) && atomic_load_explicit(&limit_pressure, memory_order_relaxed)) {
+  if (unlikely(limit_pressure_at) && usage_locked() + (npages << PAGE_SHIFT) >= limit_pressure_at) {
     span_t *s = find_fit_resident(npages);
     if (s) return s;
   }
@@ -708,33 +709,46 @@ static size_t pages_fill(span_t *s, size_t want, bool *lost) {
   size_t off = 0;
   *lost = false;
   for (unsigned k = 0; k < FILL_MOVES && want - off >= FILL_MIN; k++) {
-    size_t room = want - off;
+    size_t room = want - off, got = 0;
     span_t *best = NULL;
     for (unsigned b = 0; b < NBINS; b++) {
       if (b && (size_t)b << PAGE_SHIFT < FILL_MIN) continue;
       for (span_t *r = bins[b].first; r; r = r->next) {
+        if (!r->dirty) continue;
+        /* a window that fits gives its count; a bigger one, if its pages
+         * are all resident, gives the room (its front moves) */
         size_t w = (size_t)(r->dirty_hi - r->dirty_lo);
-        if (r->dirty && r->dirty_n >= FILL_MIN && w <= room && (!best || r->dirty_n > best->dirty_n)) best = r;
+        size_t g = w <= room ? r->dirty_n : r->dirty_n == w ? room : 0;
+        if (g >= FILL_MIN && g > got) {
+          best = r;
+          got = g;
+        }
       }
     }
     if (!best) break;
-    /* its window: the rest of the run reads as zero already */
+    /* its window (the rest of the run reads as zero already), or the
+     * window's front */
     char *lo = best->dirty_lo;
-    size_t w = (size_t)(best->dirty_hi - lo);
-    int moved = os_move_over(lo, w, s->start + off);
+    size_t w = (size_t)(best->dirty_hi - lo), len = w < room ? w : room;
+    int moved = os_move_over(lo, len, s->start + off);
     if (moved < 0) {
       *lost = true;
       break;
     }
     if (moved == 0) break; /* (a run spanning two mappings, say) */
     bin_remove(best);
-    if (os_map_at(lo, w)) {
-      run_clean(best); /* fresh pages; the run stays as it was: no merge */
+    if (os_map_at(lo, len)) { /* fresh pages; the run stays as it was: no merge */
+      if (len == w) {
+        run_clean(best);
+      } else { /* (all of its pages were resident) */
+        best->dirty_lo += len;
+        best->dirty_n -= len;
+      }
       bin_insert(best);
     } else { /* the hole is not ours again */
       run_retire(best);
     }
-    off += w;
+    off += len;
   }
   if (off) run_dirty_all(s);
   return off;
@@ -753,9 +767,10 @@ span_t *pages_alloc_after(size_t npages, size_t align, span_t *back) {
   return pages_take(npages, align, true, back);
 }
 
-/* A free run of `npages` pages if the page heap holds one, never fresh
- * arena pages: where blocks above large_max go before they map memory of
- * their own (large.c), so freed page runs serve them too. */
+/* A free run of `npages` pages if the page heap holds one, fresh arena
+ * pages only near the memory limit: where blocks above large_max go
+ * before they map memory of their own (large.c), so freed page runs serve
+ * them too. */
 span_t *pages_alloc_free(size_t npages) { return pages_take(npages, 0, false, NULL); }
 
 /* Where in free run s a run of `want` bytes is cut (the bytes before it
@@ -795,7 +810,15 @@ static span_t *pages_take(size_t npages, size_t align, bool fresh_ok, span_t *ba
    * (large.c) come back before any fresh page is carved or mapped, so
    * they never add to the peak */
   if (!s && lcache_reclaim(os_now_ms(), 0, true, true)) s = find_fit(total);
-  if (!s && !fresh_ok) { pthread_mutex_unlock(&pages_lock); return NULL; }
+  /* (near the memory limit fresh pages for a block above large_max too:
+   * pages_fill below fills them with free runs' resident pages, where a
+   * mapping of its own is faulted in whole while the limit purges them;
+   * bench-limitcycle --limit 80m: 61.4k -> 57.3k minor faults) */
+  if (!s && !fresh_ok &&
+      !(unlikely(limit_pressure_at) && usage_locked() + (total << PAGE_SHIFT) >= limit_pressure_at)) {
+    pthread_mutex_unlock(&pages_lock);
+    return NULL;
+  }
   /* the run's first byte in s: its alignment, or its resident pages */
   size_t off = !s ? 0
                : extra ? (size_t)((char *)align_up((uintptr_t)s->start, align) - s->start)

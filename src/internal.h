@@ -686,7 +686,7 @@ extern pthread_mutex_t pages_lock INTERNAL;
 extern size_t large_max INTERNAL;
 extern _Atomic uint32_t pages_epoch INTERNAL;
 span_t *pages_alloc(size_t npages, size_t align) INTERNAL;   /* kind FREE->caller sets */
-span_t *pages_alloc_free(size_t npages) INTERNAL;             /* free runs only, or NULL */
+span_t *pages_alloc_free(size_t npages) INTERNAL;             /* free runs (fresh: near the limit) or NULL */
 bool pages_adopt(void *p, size_t bytes) INTERNAL;              /* a mapping's pages become a free run */
 void pages_free(span_t *s) INTERNAL;                          /* takes pages_lock */
 void pages_release_locked(span_t *s, uint64_t freed_ms) INTERNAL; /* pages_free, lock held */

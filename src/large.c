@@ -807,17 +807,9 @@ void *large_alloc_zero(size_t size, size_t align, bool zero) {
      * before any mapping, cached or fresh: a program whose small objects
      * grew the arenas and went (replay_sqlite: a 1 -> 16 MiB realloc
      * ladder among them) otherwise keeps those pages and maps as many
-     * again for its big blocks. */
-    /* Near the memory limit it is a page run even of fresh pages: the
-     * page heap fills those with the resident pages of its free runs
-     * (arena.c, pages_fill), where a mapping of its own is faulted in
-     * whole while the limit purges them.  bench-limitcycle --limit 80m:
-     * 61.4k -> 57.3k minor faults, its 16 MiB phases 8.6k -> 2.8k. */
-    if (align <= PAGE_SIZE)
-      p = large_run(unlikely(limit_pressure_at) && atomic_load_explicit(&limit_pressure, memory_order_relaxed)
-                        ? pages_alloc(npages, 0)
-                        : pages_alloc_free(npages),
-                    size, zero);
+     * again for its big blocks.  (Near the memory limit fresh arena pages
+     * too, filled with free runs' resident pages: arena.c, pages_take.) */
+    if (align <= PAGE_SIZE) p = large_run(pages_alloc_free(npages), size, zero);
     if (!p) p = xlarge_alloc(size, align, zero);
   }
   if (!p) errno = ENOMEM;
