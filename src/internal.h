@@ -133,11 +133,18 @@
  * nodes sent 95 % of their frees past the bin to the spans, 310 M
  * instructions a run against 281 M at 65536 (callgrind, --quick), with
  * the same peak and end memory on tree_allocate, tree_churn,
- * list_allocate, fragment, fragment_iterate, churn, medium and balloon. */
+ * list_allocate, fragment, fragment_iterate, churn, medium and balloon.
+ * 131072 (4 MiB of the 32-byte class, BIN_MAX_BYTES), not 65536:
+ * fragment frees 131,072 objects of 32 B at the end of each round, and
+ * half went past the bin (1.6 M frees a run through heap_bin_spill);
+ * callgrind, bench-mallocbench fragment --runs 1 --no-warmup: 355.2 M ->
+ * 302.0 M instructions (mimalloc 330.2 M), heap_bin_spill 37.9 M -> 3.0
+ * M, tree_allocate 288.8 -> 284.4 M; peak and end memory the same on 14
+ * rows (lithe-bench --runs 4; regress_bin_wave32). */
 #define BIN_FIRST_BYTES ((size_t)16 * KiB)
 #define BIN_MIN_BLOCKS  4
 #define BIN_MAX_BYTES   ((size_t)4 * MiB)
-#define BIN_MAX_BLOCKS  65536
+#define BIN_MAX_BLOCKS  131072
 /* A heap about to take fresh pages for a span first empties its bins into
  * their spans when they hold at least this much (heap.c, heap_span_new).
  * 256 KiB since a flushed bin starts again at its first capacity (a flush
