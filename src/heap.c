@@ -759,6 +759,27 @@ static span_t *heap_adopt(heap_t *h, unsigned cls) {
   return got;
 }
 
+/* While more than one thread heap is live, a flush before fresh pages
+ * (heap_span_new, below) that found no span in the cache after it (a
+ * miss) makes the next ones wait: after FLUSH_MISSES_FREE misses in a
+ * row, the k-th miss beyond them makes the next 2^k - 1 new spans skip
+ * the flush and the sum of the bins (k up to 6: 63), and a flush that
+ * finds a span starts the count again.  Threads of random sizes flushed
+ * at nearly every new span and gained nothing by it: bench-mtrandom
+ * (4 threads, 16 B .. 32 KiB, its bins over BIN_FLUSH_BYTES at once)
+ * flushed 641 times in a default run and found a span after 1 of them,
+ * thread_churn 888 times and 0, while realloc's 284 flushes found 284,
+ * replay_python's 110 found 11, replay_gxx's 74 found 6.  The flush
+ * also sent the other heaps' blocks in the bins to their spans'
+ * thread_free, out of reach until their owners collect, and bench-mtrandom's
+ * peak was 10 % higher for it (figures in docs/design.md, "Threads").
+ * A lone thread flushes as before: with the wait for single-threaded
+ * heaps too, replay_gxx's peak rose 14,455 -> 15,049 kB and
+ * replay_python's 17,336 -> 17,624 (6 runs each, p=0.003). Per thread
+ * (the fallback heap's callers count into their own). */
+#define FLUSH_MISSES_FREE 4
+static __thread uint8_t flush_misses __attribute__((tls_model("initial-exec")));
+static __thread uint8_t flush_skip __attribute__((tls_model("initial-exec")));
 static span_t *heap_span_new(heap_t *h, unsigned cls) {
   if (!h->scoped && atomic_load_explicit(&abandoned_in[cls], memory_order_relaxed)) {
     span_t *s = heap_adopt(h, cls);
@@ -790,7 +811,10 @@ static span_t *heap_span_new(heap_t *h, unsigned cls) {
    * now hold 16 KiB each, below the flush threshold); replay_gxx 17 -> 4,
    * peak unchanged; no other row of the suite flushes here. */
   size_t binned = 0;
-  for (unsigned c = 1; c < NCLASSES; c++) binned += (size_t)bins_held(h, h->bins->bin_room, c) * class_size[c];
+  if (atomic_load_explicit(&heaps_live, memory_order_relaxed) <= 1) flush_skip = flush_misses = 0;
+  if (flush_skip) flush_skip--;
+  else
+    for (unsigned c = 1; c < NCLASSES; c++) binned += (size_t)bins_held(h, h->bins->bin_room, c) * class_size[c];
   if (binned >= BIN_FLUSH_BYTES) {
     for (unsigned c = 1; c < NCLASSES; c++) {
       uint32_t cap0 = bin_first_cap(c);
@@ -807,7 +831,12 @@ static span_t *heap_span_new(heap_t *h, unsigned cls) {
        * 8.8-15.8 MB in 8 runs kept, 9.9-36.2 in 4 cleared */
     }
     heap_bins_flush(h);
-    if ((s = cache_take(h, cls, bytes, first))) return s;
+    if ((s = cache_take(h, cls, bytes, first))) {
+      flush_misses = 0;
+      return s;
+    }
+    if (flush_misses < FLUSH_MISSES_FREE + 6) flush_misses++;
+    if (flush_misses > FLUSH_MISSES_FREE) flush_skip = (uint8_t)((1u << (flush_misses - FLUSH_MISSES_FREE)) - 1);
   }
   s = pages_alloc(first >> PAGE_SHIFT, 0);
   if (!s) return NULL;
