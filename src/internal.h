@@ -549,6 +549,7 @@ void *os_reserve_readonly(size_t size) INTERNAL;                /* PROT_READ zer
 bool os_commit(void *p, size_t size) INTERNAL;                  /* -> RW */
 void os_decommit(void *p, size_t size) INTERNAL;                /* -> PROT_NONE, pages freed */
 bool os_purge(void *p, size_t size) INTERNAL;                   /* MADV_DONTNEED; true: all zero */
+bool os_resident(void *p, size_t size, unsigned char *vec) INTERNAL; /* mincore: one byte an OS page */
 void *os_map(size_t size, size_t align, size_t *mapped, void **base) INTERNAL; /* RW */
 void os_unmap(void *p, size_t size) INTERNAL;
 void os_hugepage(void *p, size_t size) INTERNAL;              /* MADV_HUGEPAGE */

@@ -33,6 +33,7 @@
 #define os_page_size        _lithe_os_page_size
 #define os_peek             _lithe_os_peek
 #define os_purge            _lithe_os_purge
+#define os_resident         _lithe_os_resident
 #define os_random           _lithe_os_random
 #define os_release          _lithe_os_release
 #define os_remap            _lithe_os_remap

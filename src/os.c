@@ -153,6 +153,17 @@ bool os_purge(void *p, size_t size) {
   return rc == 0 && start == (char *)p && end == (char *)p + size;
 }
 
+/* Which OS pages of [p, p+size) are resident (bit 0 of one byte each in
+ * vec): mincore.  A page swapped out reads as not resident (its data is
+ * still there: not a zero page). */
+bool os_resident(void *p, size_t size, unsigned char *vec) {
+  count_call();
+  int saved = errno;
+  int rc = mincore(p, size, vec);
+  errno = saved;
+  return rc == 0;
+}
+
 /* A new read/write mapping is reserved and committed at once. */
 static void count_mapped_rw(size_t size) {
   atomic_fetch_add_explicit(&os_stats.reserved, size, memory_order_relaxed);
