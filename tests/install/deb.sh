@@ -24,11 +24,15 @@ usr/lib/liblithe.so.$VERSION
 usr/share/doc/liblithe$SOVERSION/copyright
 usr/share/man/man1/lithe.1.gz
 LIST
+# CMake names the per-configuration targets file after the build type
+# (litheTargets-release.cmake from build/, -debug from build-debug/)
+config=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt" | tr '[:upper:]' '[:lower:]')
+config=${config:-noconfig}
 cat >"$TMP/want-dev" <<LIST
 usr/include/lithe.h
 usr/lib/cmake/lithe/litheConfig.cmake
 usr/lib/cmake/lithe/litheConfigVersion.cmake
-usr/lib/cmake/lithe/litheTargets-release.cmake
+usr/lib/cmake/lithe/litheTargets-$config.cmake
 usr/lib/cmake/lithe/litheTargets.cmake
 usr/lib/liblithe.a
 usr/lib/liblithe.so
