@@ -513,6 +513,18 @@ static inline int tu_json_class_line(const char *json, unsigned size, char *line
 
 /* ---- is lithe the allocator? ------------------------------------------- */
 
+/* Writes one byte in every 4 KiB page of [p, p+n): each page faulted in. */
+static inline void tu_touch_pages(char *p, size_t n) {
+  for (size_t i = 0; i < n; i += 4096) p[i] = 1;
+}
+
+/* Fails unless environment variable `name` is `want` (set by the test's
+ * registration in CMake). */
+static inline void tu_require_env(const char *name, const char *want) {
+  const char *v = getenv(name);
+  CHECKF(v && strcmp(v, want) == 0, "run with %s=%s (got %s)", name, want, v ? v : "none");
+}
+
 /* With HAVE_LITHE: fails unless lithe's counters show it served this
  * process and (for the shared library) malloc resolves to liblithe.so.
  * Without: says the system allocator is under test. */

@@ -18,20 +18,15 @@
 
 #define MiB ((size_t)1 << 20)
 
-static void touch(char *p, size_t n) {
-  for (size_t i = 0; i < n; i += 4096) p[i] = 1;
-}
-
 int main(void) {
   tu_require_lithe();
-  const char *lim = getenv("LITHE_MEMORY_LIMIT");
-  CHECKF(lim && strcmp(lim, "64m") == 0, "run with LITHE_MEMORY_LIMIT=64m (got %s)", lim ? lim : "none");
+  tu_require_env("LITHE_MEMORY_LIMIT", "64m");
   enum { N = 12 };
   static char *m[N];
   for (int i = 0; i < N; i++) {
     m[i] = malloc(MiB); /* (page runs: at most large_max, 1 MiB) */
     CHECK(m[i] != NULL);
-    touch(m[i], MiB);
+    tu_touch_pages(m[i], MiB);
   }
   for (int i = 1; i < 9; i++)
     if (m[i] != m[i - 1] + MiB) {
@@ -51,7 +46,7 @@ int main(void) {
   long f0 = tu_minflt();
   char *p = malloc(MiB);
   CHECK(p != NULL);
-  touch(p, MiB);
+  tu_touch_pages(p, MiB);
   long f1 = tu_minflt() - f0;
   printf("a 1 MiB block from that run: %ld minor faults for %zu pages (at %p, the freed block was at %p)\n", f1,
          MiB / 4096, (void *)p, (void *)m[8]);

@@ -18,27 +18,22 @@
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
 
-static void touch(char *p, size_t n) {
-  for (size_t i = 0; i < n; i += 4096) p[i] = 1;
-}
-
 int main(void) {
   tu_require_lithe();
-  const char *lim = getenv("LITHE_MEMORY_LIMIT");
-  CHECKF(lim && strcmp(lim, "64m") == 0, "run with LITHE_MEMORY_LIMIT=64m (got %s)", lim ? lim : "none");
+  tu_require_env("LITHE_MEMORY_LIMIT", "64m");
   enum { NX = 3, NS = 800 };
   static char *x[NX], *s[NS], *m[32];
   /* 48 MiB of xlarge blocks and 10 MiB of 200 KiB ones: over 90 % of 64 MiB */
   for (int i = 0; i < NX; i++) {
     x[i] = malloc(16 * MiB);
     CHECK(x[i] != NULL);
-    touch(x[i], 16 * MiB);
+    tu_touch_pages(x[i], 16 * MiB);
   }
   char *pad[50];
   for (int i = 0; i < 50; i++) {
     pad[i] = malloc(200 * KiB);
     CHECK(pad[i] != NULL);
-    touch(pad[i], 200 * KiB);
+    tu_touch_pages(pad[i], 200 * KiB);
   }
   free(x[0]);
   free(x[1]);
@@ -48,7 +43,7 @@ int main(void) {
   for (int i = 0; i < NS; i++) {
     s[i] = malloc(40 * KiB);
     CHECK(s[i] != NULL);
-    touch(s[i], 40 * KiB);
+    tu_touch_pages(s[i], 40 * KiB);
   }
   long f1 = tu_minflt() - f0;
   printf("40 KiB blocks after two freed 16 MiB blocks: %ld minor faults for %zu pages\n", f1,
@@ -62,7 +57,7 @@ int main(void) {
   for (int i = 0; i < 16; i++) {
     m[i] = malloc(1 * MiB);
     CHECK(m[i] != NULL);
-    touch(m[i], 1 * MiB);
+    tu_touch_pages(m[i], 1 * MiB);
   }
   long f2 = tu_minflt() - f0;
   lithe_stats_t st;
