@@ -574,6 +574,7 @@ static heap_t *heap_thread_init(void) {
     heaps_created++;
     for (unsigned c = 0; c < NCLASSES; c++) h->current[c] = &lithe_empty_span;
     memset(h->spans_made, 0, sizeof h->spans_made);
+    h->flush_misses = h->flush_skip = 0;
     /* the bins in this thread's TLS block: empty (a thread without a
      * heap has nothing in them) */
     memset(&lithe_tls_bins, 0, sizeof lithe_tls_bins);
@@ -775,11 +776,10 @@ static span_t *heap_adopt(heap_t *h, unsigned cls) {
  * peak was 10 % higher for it (figures in docs/design.md, "Threads").
  * A lone thread flushes as before: with the wait for single-threaded
  * heaps too, replay_gxx's peak rose 14,455 -> 15,049 kB and
- * replay_python's 17,336 -> 17,624 (6 runs each, p=0.003). Per thread
- * (the fallback heap's callers count into their own). */
+ * replay_python's 17,336 -> 17,624 (6 runs each, p=0.003). Per heap: the
+ * misses are its cache's and the bins flushed its own (a shared heap's
+ * callers hold its lock here). */
 #define FLUSH_MISSES_FREE 4
-static __thread uint8_t flush_misses __attribute__((tls_model("initial-exec")));
-static __thread uint8_t flush_skip __attribute__((tls_model("initial-exec")));
 static span_t *heap_span_new(heap_t *h, unsigned cls) {
   if (!h->scoped && atomic_load_explicit(&abandoned_in[cls], memory_order_relaxed)) {
     span_t *s = heap_adopt(h, cls);
@@ -811,8 +811,8 @@ static span_t *heap_span_new(heap_t *h, unsigned cls) {
    * now hold 16 KiB each, below the flush threshold); replay_gxx 17 -> 4,
    * peak unchanged; no other row of the suite flushes here. */
   size_t binned = 0;
-  if (atomic_load_explicit(&heaps_live, memory_order_relaxed) <= 1) flush_skip = flush_misses = 0;
-  if (flush_skip) flush_skip--;
+  if (atomic_load_explicit(&heaps_live, memory_order_relaxed) <= 1) h->flush_skip = h->flush_misses = 0;
+  if (h->flush_skip) h->flush_skip--;
   else
     for (unsigned c = 1; c < NCLASSES; c++) binned += (size_t)bins_held(h, h->bins->bin_room, c) * class_size[c];
   if (binned >= BIN_FLUSH_BYTES) {
@@ -832,11 +832,12 @@ static span_t *heap_span_new(heap_t *h, unsigned cls) {
     }
     heap_bins_flush(h);
     if ((s = cache_take(h, cls, bytes, first))) {
-      flush_misses = 0;
+      h->flush_misses = 0;
       return s;
     }
-    if (flush_misses < FLUSH_MISSES_FREE + 6) flush_misses++;
-    if (flush_misses > FLUSH_MISSES_FREE) flush_skip = (uint8_t)((1u << (flush_misses - FLUSH_MISSES_FREE)) - 1);
+    if (h->flush_misses < FLUSH_MISSES_FREE + 6) h->flush_misses++;
+    if (h->flush_misses > FLUSH_MISSES_FREE)
+      h->flush_skip = (uint8_t)((1u << (h->flush_misses - FLUSH_MISSES_FREE)) - 1);
   }
   s = pages_alloc(first >> PAGE_SHIFT, 0);
   if (!s) return NULL;

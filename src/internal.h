@@ -484,6 +484,7 @@ typedef struct heap_s {
    * memory-limit pressure can take them from an idle heap (limit.c) */
   span_t *_Atomic cache[HEAP_SPAN_CACHE];
   uint8_t spans_made[NCLASSES];       /* 0: next span is a first span    */
+  uint8_t flush_misses, flush_skip;   /* heap.c, heap_span_new's back-off */
   uint32_t epoch;                     /* pages_epoch when bins last emptied */
   struct heap_s *next_pool;           /* pool of heaps of exited threads */
   struct heap_s *next_all;            /* every heap made (fork child walks it) */

@@ -1,0 +1,4 @@
+/* regress_tls_dlopen's second library: 1,024 bytes of initial-exec TLS,
+ * which a library loaded with dlopen takes from glibc's static reserve. */
+__thread char tls_lib_buf[1024] __attribute__((tls_model("initial-exec")));
+char *tls_lib_buffer(void) { return tls_lib_buf; }
