@@ -3,8 +3,9 @@
  *
  * lithe's thread state (the bins, the heap pointer) is initial-exec TLS,
  * which a library loaded with dlopen must take from the fixed reserve
- * glibc sets aside at start-up (1,664 bytes on x86-64 glibc 2.36, shared
- * by every such library).  lithe takes 589 bytes of it (2026-12-02); a
+ * glibc sets aside at start-up, shared by every such library (glibc 2.36
+ * here: a library of 1,600 bytes fits in it alone, 589 + 1,200 do not).
+ * lithe takes 589 bytes of it (2026-12-02); a
  * table of 2 KiB moved into the thread's TLS block (docs/design.md, "Where
  * the instructions go") would have made dlopen("liblithe.so") itself fail
  * with "cannot allocate memory in static TLS block".  This program is not
