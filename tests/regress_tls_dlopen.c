@@ -4,19 +4,16 @@
  * lithe's thread state (the bins, the heap pointer) is initial-exec TLS,
  * which a library loaded with dlopen must take from the fixed reserve
  * glibc sets aside at start-up, shared by every such library (glibc 2.36
- * here: a library of 1,600 bytes fits in it alone, 589 + 1,200 do not).
- * lithe takes 589 bytes of it (2026-12-02); a
+ * here: a library of 1,600 bytes fits in it alone).  lithe takes 589
+ * bytes of it (2026-12-02); a
  * table of 2 KiB moved into the thread's TLS block (docs/design.md, "Where
  * the instructions go") would have made dlopen("liblithe.so") itself fail
  * with "cannot allocate memory in static TLS block".  This program is not
  * linked with lithe: it dlopens liblithe.so, checks that lithe_malloc and
- * lithe_free work through dlsym, then dlopens a library with 1,024 bytes
- * of initial-exec TLS, which must load (and does without lithe; one of
- * 1,200 bytes no longer loads after lithe's 589). */
-#include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+ * lithe_free work through dlsym, then dlopens a library with TLS_LIB_BYTES
+ * (1,024, tests/CMakeLists.txt) of initial-exec TLS, which must load (one
+ * of 1,200 bytes no longer loads after lithe's 589). */
+#include "testutil.h" /* without HAVE_LITHE: not linked with lithe */
 
 int main(void) {
 #ifdef TLS_DEBUG_BUILD
@@ -24,34 +21,21 @@ int main(void) {
   return 77;
 #endif
   void *l = dlopen(LITHE_PATH, RTLD_NOW | RTLD_LOCAL);
-  if (!l) {
-    printf("FAIL: dlopen %s: %s\n", LITHE_PATH, dlerror());
-    return 1;
-  }
+  CHECKF(l != NULL, "dlopen %s: %s", LITHE_PATH, dlerror());
   void *(*lm)(size_t) = (void *(*)(size_t))dlsym(l, "lithe_malloc");
   void (*lf)(void *) = (void (*)(void *))dlsym(l, "lithe_free");
-  if (!lm || !lf) {
-    printf("FAIL: lithe_malloc %p, lithe_free %p from dlsym\n", (void *)lm, (void *)lf);
-    return 1;
-  }
+  CHECKF(lm && lf, "lithe_malloc %p, lithe_free %p from dlsym", (void *)lm, (void *)lf);
   char *p = lm(100);
-  if (!p) {
-    printf("FAIL: lithe_malloc(100) = NULL\n");
-    return 1;
-  }
+  CHECK(p != NULL);
   memset(p, 7, 100);
   lf(p);
   void *t = dlopen(TLS_LIB_PATH, RTLD_NOW | RTLD_LOCAL);
-  if (!t) {
-    printf("FAIL: after lithe, dlopen %s (1,024 bytes of initial-exec TLS): %s\n", TLS_LIB_PATH, dlerror());
-    return 1;
-  }
+  CHECKF(t != NULL, "after lithe, dlopen %s (%d bytes of initial-exec TLS): %s", TLS_LIB_PATH, TLS_LIB_BYTES,
+         dlerror());
   char *(*get)(void) = (char *(*)(void))dlsym(t, "tls_lib_buffer");
-  if (!get || !get()) {
-    printf("FAIL: tls_lib_buffer from dlsym: %p\n", (void *)get);
-    return 1;
-  }
-  memset(get(), 1, 1024);
-  printf("dlopen liblithe.so, lithe_malloc/lithe_free, then a library with 1,024 bytes of initial-exec TLS: OK\n");
+  CHECKF(get && get(), "tls_lib_buffer from dlsym: %p", (void *)get);
+  memset(get(), 1, TLS_LIB_BYTES);
+  printf("dlopen liblithe.so, lithe_malloc/lithe_free, then a library with %d bytes of initial-exec TLS: OK\n",
+         TLS_LIB_BYTES);
   return 0;
 }

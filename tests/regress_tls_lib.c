@@ -1,4 +1,5 @@
-/* regress_tls_dlopen's second library: 1,024 bytes of initial-exec TLS,
- * which a library loaded with dlopen takes from glibc's static reserve. */
-__thread char tls_lib_buf[1024] __attribute__((tls_model("initial-exec")));
+/* regress_tls_dlopen's second library: TLS_LIB_BYTES (tests/CMakeLists.txt)
+ * of initial-exec TLS, which a library loaded with dlopen takes from
+ * glibc's static reserve. */
+__thread char tls_lib_buf[TLS_LIB_BYTES] __attribute__((tls_model("initial-exec")));
 char *tls_lib_buffer(void) { return tls_lib_buf; }
