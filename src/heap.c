@@ -218,7 +218,8 @@ static inline void unmark_full_list(heap_t *h, span_t *s) {
  * overflowing bin back block by block, a pagemap lookup each: 19 % of
  * tree_allocate's instructions.)  Capacity grows (x2, to BIN_MAX_BYTES)
  * when malloc finds the bin empty after a free found it full since the
- * last refill: the program frees and reuses more than it holds. */
+ * last refill: the program frees and reuses more than it holds; and all
+ * the bins of a heap together stay within BIN_HEAP_BYTES (bin_grow). */
 
 static uint32_t bin_first_cap(unsigned cls) {
   uint32_t n = (uint32_t)(BIN_FIRST_BYTES / class_size[cls]);
@@ -342,12 +343,14 @@ static void give_back_lists(heap_t *h, block_t **list, unsigned n) {
   }
 }
 
-/* Empty every bin back into the spans (both lists of a class of two). */
-static void heap_bins_flush(heap_t *h) {
+/* Empty every bin but class keep's (0: none, as class 0 serves no size)
+ * back into the spans (both lists of a class of two). */
+static void heap_bins_flush_but(heap_t *h, unsigned keep) {
   heap_bins_t *t = h->bins; /* once: give_back_lists leaves it */
   block_t *list[HEAP_NBINS];
   unsigned n = 0;
   for (unsigned c = 1; c < NCLASSES; c++) {
+    if (c == keep) continue;
     unsigned f = bin_free_list(c);
     block_t *b = t->bin[c], *fb = f != c ? t->bin[f] : NULL;
     if (!b && !fb) continue;
@@ -362,6 +365,27 @@ static void heap_bins_flush(heap_t *h) {
   }
   lt_assert_cmp(n, <=, (unsigned)HEAP_NBINS);
   give_back_lists(h, list, n);
+}
+
+static void heap_bins_flush(heap_t *h) { heap_bins_flush_but(h, 0); }
+
+/* Every bin but class keep's back to its first capacity, then emptied
+ * (an empty list's room is its capacity: both lists' of a class of two).
+ * bin_spilled stays: the next refill grows a bin by the frees that
+ * spilled before this too.  replay_python's peak is the same either way
+ * (17,260-17,264 kB at 166bae5); replay_pythreads' was 8.8-15.8 MB in 8
+ * runs kept, 9.9-36.2 in 4 cleared. */
+static void heap_bins_restart_but(heap_t *h, unsigned keep) {
+  for (unsigned c = 1; c < NCLASSES; c++) {
+    uint32_t cap0 = bin_first_cap(c);
+    if (c == keep || h->bin_cap[c] <= cap0) continue;
+    int32_t d = (int32_t)(h->bin_cap[c] - cap0);
+    unsigned f = bin_free_list(c);
+    h->bins->bin_room[c] -= d;
+    if (f != c) h->bins->bin_room[f] -= d;
+    h->bin_cap[c] = cap0;
+  }
+  heap_bins_flush_but(h, keep);
 }
 
 /* The blocks in heap h's lists of class c, from its rooms (another
@@ -406,6 +430,17 @@ static inline void *bin_pop(heap_t *h, unsigned cls) {
  * 3,145,680 frees a run spilled to the spans, which went back to the page
  * heap and were carved again (regress_bin_wave).  Measured in
  * docs/design.md ("Single-threaded rows behind mimalloc"). */
+static unsigned lists_of(unsigned cls) { return bin_free_list(cls) != cls ? 2 : 1; }
+
+/* The bytes heap h's bins may hold at their capacities, class skip's
+ * left out. */
+static size_t bins_cap_bytes(const heap_t *h, unsigned skip) {
+  size_t sum = 0;
+  for (unsigned c = 1; c < NCLASSES; c++)
+    if (c != skip) sum += (size_t)lists_of(c) * h->bin_cap[c] * class_size[c];
+  return sum;
+}
+
 static uint32_t bin_grow(heap_t *h, unsigned cls) {
   uint32_t old = h->bin_cap[cls], cap = old;
   if (!cap) {
@@ -415,6 +450,12 @@ static uint32_t bin_grow(heap_t *h, unsigned cls) {
     uint64_t want = (uint64_t)cap + h->bin_spilled[cls];
     if (want < (uint64_t)cap * 2) want = (uint64_t)cap * 2;
     cap = want < max ? (uint32_t)want : max;
+    /* past BIN_HEAP_BYTES: the other classes' bins go back to their
+     * spans, where the purge thread reaches what a pause leaves there.
+     * The growing class keeps its own: bin_refill's span and the list a
+     * swap just moved are its. */
+    if (cap > old && bins_cap_bytes(h, cls) + (size_t)lists_of(cls) * cap * class_size[cls] > BIN_HEAP_BYTES)
+      heap_bins_restart_but(h, cls);
   }
   h->bin_spilled[cls] = 0;
   h->bin_cap[cls] = cap;
@@ -816,21 +857,7 @@ static span_t *heap_span_new(heap_t *h, unsigned cls) {
   else
     for (unsigned c = 1; c < NCLASSES; c++) binned += (size_t)bins_held(h, h->bins->bin_room, c) * class_size[c];
   if (binned >= BIN_FLUSH_BYTES) {
-    for (unsigned c = 1; c < NCLASSES; c++) {
-      uint32_t cap0 = bin_first_cap(c);
-      if (h->bin_cap[c] <= cap0) continue;
-      /* an empty list's room is its cap: both lists' (BIN_SPLIT_CLASSES) */
-      int32_t d = (int32_t)(h->bin_cap[c] - cap0);
-      unsigned f = bin_free_list(c);
-      h->bins->bin_room[c] -= d;
-      if (f != c) h->bins->bin_room[f] -= d;
-      h->bin_cap[c] = cap0;
-      /* bin_spilled stays: its next refill grows it by the frees that
-       * spilled before the flush too.  replay_python's peak is the same
-       * either way (17,260-17,264 kB at 166bae5); replay_pythreads' was
-       * 8.8-15.8 MB in 8 runs kept, 9.9-36.2 in 4 cleared */
-    }
-    heap_bins_flush(h);
+    heap_bins_restart_but(h, 0);
     if ((s = cache_take(h, cls, bytes, first))) {
       h->flush_misses = 0;
       return s;

@@ -125,8 +125,9 @@
  * that spilled past it, at least x2: heap.c, bin_grow), up to
  * BIN_MAX_BYTES (<= BIN_MAX_BLOCKS); a free into a full bin goes
  * straight to the block's span.  Bins are emptied before the heap takes
- * fresh pages (when they hold BIN_FLUSH_BYTES), on lithe_collect, at
- * thread exit and after purge passes.  BIN_MAX_BYTES: 100 frees then 100
+ * fresh pages (when they hold BIN_FLUSH_BYTES), when one grows past
+ * BIN_HEAP_BYTES of them all (the others), on lithe_collect, at thread
+ * exit and after purge passes.  BIN_MAX_BYTES: 100 frees then 100
  * mallocs of 32 KiB fit (3.2 MiB), the batch that bench-cgloop b counts.
  * BIN_MAX_BLOCKS only bounds the double-free scan of a bin now that no
  * free walks one: at 1024 (what it was) tree_allocate's rounds of 65,535
@@ -155,6 +156,22 @@
  * --quick): realloc +1.1 %, list_allocate +1.1 %, fragment +2.1 %,
  * tree_allocate -0.5 %, churn and tree_churn unchanged. */
 #define BIN_FLUSH_BYTES ((size_t)256 * KiB)
+
+/* The most a heap's bins may hold at their capacities together: a bin
+ * about to grow past it first sends every other class's bin back to its
+ * spans and their capacities back to the first (heap.c, bin_grow).  Bins
+ * are the owner's alone, out of the purge thread's reach, so what they
+ * hold stays resident until the owner's next slow path; each class's
+ * bin may grow to BIN_MAX_BYTES, and a program that churned many sizes
+ * and then paused kept them all: bench-mallocbench medium (1-8 KiB) ended
+ * its pause with 58.6 MB resident, 13 classes at ~4.3 MB each, and big
+ * (8-32 KiB) with 42.3 MB, 9 classes (LITHE_SHOW_STATS).  Twice
+ * BIN_MAX_BYTES, so one class can still grow to its largest while another
+ * holds what it held. */
+#ifndef BIN_HEAP_BYTES          /* build with -DBIN_HEAP_BYTES=N to try others */
+#define BIN_HEAP_BYTES ((size_t)8 * MiB)
+#endif
+_Static_assert(BIN_HEAP_BYTES >= 2 * BIN_MAX_BYTES, "one class grows to BIN_MAX_BYTES beside another's");
 
 /* Most bytes one request may ask for: beyond this no mapping can succeed on
  * a 47-bit user address space, so we fail fast with ENOMEM. */
