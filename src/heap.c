@@ -419,17 +419,6 @@ static inline void *bin_pop(heap_t *h, unsigned cls) {
   return b;
 }
 
-/* The capacity: set at the first refill; when malloc finds the bin empty
- * after frees found it full, grown by as many blocks as spilled past it
- * (at least doubled), up to bin_max_cap, so that a wave of frees that
- * overflowed it fits the next time; the rooms of both lists of a class of
- * two grow with it.  Doubling alone took 8 rounds to grow a flushed bin
- * (heap_span_new: back to its first capacity) to a wave of 65,535 frees,
- * and tree_allocate (rounds of 65,535 nodes and as many payloads) flushed
- * every 4-5 rounds, so its bins never held a round: 2,847,349 of its
- * 3,145,680 frees a run spilled to the spans, which went back to the page
- * heap and were carved again (regress_bin_wave).  Measured in
- * docs/design.md ("Single-threaded rows behind mimalloc"). */
 static unsigned lists_of(unsigned cls) { return bin_free_list(cls) != cls ? 2 : 1; }
 
 /* The bytes heap h's bins may hold at their capacities, class skip's
@@ -441,6 +430,26 @@ static size_t bins_cap_bytes(const heap_t *h, unsigned skip) {
   return sum;
 }
 
+/* What the bins may hold when every class is at its first capacity (the
+ * bound on their sum is BIN_HEAP_BYTES and this: a first refill does not
+ * look at the budget).  For the assertion in bin_grow. */
+static __attribute__((unused)) size_t bins_first_bytes(void) {
+  size_t sum = 0;
+  for (unsigned c = 1; c < NCLASSES; c++) sum += (size_t)lists_of(c) * bin_first_cap(c) * class_size[c];
+  return sum;
+}
+
+/* The capacity: set at the first refill; when malloc finds the bin empty
+ * after frees found it full, grown by as many blocks as spilled past it
+ * (at least doubled), up to bin_max_cap, so that a wave of frees that
+ * overflowed it fits the next time; the rooms of both lists of a class of
+ * two grow with it.  Doubling alone took 8 rounds to grow a flushed bin
+ * (heap_span_new: back to its first capacity) to a wave of 65,535 frees,
+ * and tree_allocate (rounds of 65,535 nodes and as many payloads) flushed
+ * every 4-5 rounds, so its bins never held a round: 2,847,349 of its
+ * 3,145,680 frees a run spilled to the spans, which went back to the page
+ * heap and were carved again (regress_bin_wave).  Measured in
+ * docs/design.md ("Single-threaded rows behind mimalloc"). */
 static uint32_t bin_grow(heap_t *h, unsigned cls) {
   uint32_t old = h->bin_cap[cls], cap = old;
   if (!cap) {
@@ -459,6 +468,7 @@ static uint32_t bin_grow(heap_t *h, unsigned cls) {
   }
   h->bin_spilled[cls] = 0;
   h->bin_cap[cls] = cap;
+  lt_assert_cmp(bins_cap_bytes(h, 0), <=, BIN_HEAP_BYTES + bins_first_bytes());
   h->bins->bin_room[cls] += (int32_t)(cap - old);
   unsigned f = bin_free_list(cls);
   if (f != cls) h->bins->bin_room[f] += (int32_t)(cap - old);

@@ -164,8 +164,9 @@
  * hold stays resident until the owner's next slow path; each class's
  * bin may grow to BIN_MAX_BYTES, and a program that churned many sizes
  * and then paused kept them all: bench-mallocbench medium (1-8 KiB) ended
- * its pause with 58.6 MB resident, 13 classes at ~4.3 MB each, and big
- * (8-32 KiB) with 42.3 MB, 9 classes (LITHE_SHOW_STATS).  Twice
+ * its pause with 57.2 MB resident, 13 classes at ~4.3 MB each, and big
+ * (8-32 KiB) with 41.6 MB, 9 classes (LITHE_SHOW_STATS); 13.0 MB each
+ * with the budget, glibc 16.3 and 2.2 (docs/design.md, "Purging").  Twice
  * BIN_MAX_BYTES, so one class can still grow to its largest while another
  * holds what it held. */
 #ifndef BIN_HEAP_BYTES          /* build with -DBIN_HEAP_BYTES=N to try others */
