@@ -1090,7 +1090,8 @@ void heap_free_remote(span_t *s, block_t *b) {
 /* ---- collection, thread exit ------------------------------------------- */
 
 /* Empty the bins and return this heap's empty spans and span cache (with
- * force the current spans too, if empty).  Without the cache flush the
+ * force the current spans too, if empty, and of the others the pages past
+ * their carve point: span_purge_uncarved).  Without the cache flush the
  * four cached spans sit between free runs and keep them from coalescing
  * into runs the purge can take whole (tree_allocate's memory at end after
  * lithe_collect(false), one run each: 1,388 kB with them, 1,096 kB
@@ -1108,6 +1109,9 @@ static void heap_collect_one(heap_t *h, bool force) {
       if (s->used == 0 && (force || cur != s)) {
         list_remove(&h->avail[c], s);
         span_release(h, s);
+      } else if (force) {
+        lt_assert(atomic_load_explicit(&s->owner, memory_order_relaxed) == h);
+        span_purge_uncarved(s);
       }
     }
     set_current(h, c);

@@ -766,6 +766,7 @@ bool limit_allow_map(size_t bytes) INTERNAL;
 void span_init_small(span_t *s, unsigned cls) INTERNAL;
 bool span_extend(span_t *s) INTERNAL;
 uint32_t span_collect_remote(span_t *s) INTERNAL;
+void span_purge_uncarved(span_t *s) INTERNAL;
 bool span_contains_free(span_t *s, block_t *b) INTERNAL;
 
 /* heap.c: thread heaps */

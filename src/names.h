@@ -85,6 +85,7 @@
 #define span_contains_free  _lithe_span_contains_free
 #define span_extend         _lithe_span_extend
 #define span_init_small     _lithe_span_init_small
+#define span_purge_uncarved _lithe_span_purge_uncarved
 #define span_secure_init    _lithe_span_secure_init
 /* sizeclass.c */
 #define class_first_span_bytes _lithe_class_first_span_bytes

@@ -213,6 +213,22 @@ bool span_extend(span_t *s) {
   return true;
 }
 
+/* lithe_collect(true), by the span's owner: the OS pages past the carve
+ * point hold no block and never did, so they go back.  A span cut from
+ * dirty free pages is resident whole from its first block on: the purge
+ * thread's TLS vector (one 320-byte block, calloc'ed by glibc from the
+ * thread that starts it) kept a 64 KiB span resident after
+ * lithe_collect(true), 64 of the ~70 KiB the thread cost.  Carving there
+ * later faults zero pages in, as on a fresh span.  Only the owner: it
+ * alone moves bump, and a purge racing a carve would zero blocks just
+ * handed out. */
+void span_purge_uncarved(span_t *s) {
+  lt_assert_cmp(s->kind, ==, SPAN_SMALL);
+  char *b = span_bump(s);
+  lt_assert_cmp(b, <=, s->bump_end);
+  if (b < s->bump_end) os_purge(b, (size_t)(s->start + s->bytes - b)); /* (whole OS pages) */
+}
+
 /* Take the blocks other threads freed (keeping the notify state bits). */
 uint32_t span_collect_remote(span_t *s) {
   uintptr_t tf = atomic_load_explicit(&s->thread_free, memory_order_relaxed);
