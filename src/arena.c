@@ -19,6 +19,7 @@
  * takes whole spans from it, ~64 KiB at a time, and caches empty ones). */
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h> /* atexit */
 #include <string.h>
 #include <time.h>
 #include "internal.h"
@@ -46,44 +47,69 @@ static size_t in_use_bytes; /* pages handed out (spans, large objects) */
  * jobs -- would keep all it freed in its last delay for as long as it
  * stays quiet: lithe-replay and bench-mallocbench measure that after a
  * pause of the delay + 100 ms with nothing called (unassisted-end-kB).
- * So a thread does it: started when 16 MiB or more of freed memory waits
+ * So a thread does it: started when 1 MiB or more of freed memory waits
  * (never when the delay is 0, which purges at once, or negative, which
  * never purges; LITHE_PURGE_THREAD=0 keeps it off), it sleeps until the oldest
  * waiting memory is due (purge_due_ms), purges what is due, and exits as
  * soon as nothing waits, so a program that is quiet with nothing waiting
  * is single-threaded again (unshare(CLONE_NEWUSER) needs that);
  * lithe_collect(true), which leaves nothing waiting, joins it before it
- * returns (pages_purger_stop).  It never
- * allocates, blocks every signal, and has a 64 KiB stack.  If it cannot
- * be started the calls into lithe go on purging as before. */
+ * returns (pages_purger_stop).  It never allocates, blocks every signal,
+ * and runs on a stack of lithe's (purger_stack).  If it cannot be started
+ * the calls into lithe go on purging as before. */
 static pthread_cond_t purge_cond;
-/* The thread starts only when this much waits: it and what glibc keeps
- * for a thread that has run (its stack, cached, and the TLS vector that
- * goes with it) stay resident, ~70 KiB (bench-mallocbench, end-kB after
- * lithe_collect(true) without / with the thread: tree_churn 160 / 232 kB,
- * fragment 172 / 240), over 1/250 of what it could give back below 16 MiB
- * (fragment frees 5 MB).  /proc/self/smaps at tree_churn's end: 64 kB
- * more in an arena (the span of the TLS vector, it seems: a live block
- * keeps its span's pages) and 8 kB of the thread's stack.  Rows that still
- * start it pay the same: fragment_iterate 252 / 328 kB, whose 21 MB at
- * the end sit in its thread's bins, out of the purge thread's reach. */
-#define PURGE_THREAD_MIN ((size_t)16 * MiB)
+/* The thread starts only when this much waits.  What it costs: nothing
+ * after lithe_collect(true), which joins it (end-kB of bench-mallocbench
+ * and lithe-replay, 19 rows, the same at every threshold: geomean 224.5
+ * kB at 16 MiB, 225.0 at 1 MiB, 225.4 for any amount); while the program
+ * runs, its stack's touched pages and glibc's TLS vector in a span cut
+ * from dirty pages, up to ~72 kB (peak of list_allocate 1,736 -> 1,808
+ * kB).  What it gives back is what a quiet program freed in its last
+ * delay; at 16 MiB rows that free less kept it (`lithe-bench --runs 3`,
+ * unassisted-end-kB, 17 rows without medium and big, whose 1 GB purge
+ * races the sample: geomean 3,781 kB at 16 MiB, 3,225 at 256 KiB, 3,104
+ * at 1 MiB, 3,036 for any amount, glibc 3,578; replay_gxx 14,460 ->
+ * 3,968, replay_python 17,720 -> 3,836, fragment_iterate 21,264 ->
+ * 17,188).  1 MiB: below it little more comes back (realloc's 5.9 MB of
+ * bins, which a thread running from its first free decays to 1.4 MB),
+ * and alloc_free's peak rose 284 -> 424 kB for any amount; and a program
+ * that frees less never has a second thread (unshare(CLONE_NEWUSER)
+ * refuses a multi-threaded caller). */
+#ifndef PURGE_THREAD_MIN /* (-DPURGE_THREAD_MIN=bytes to try others) */
+#define PURGE_THREAD_MIN ((size_t)1 * MiB)
+#endif
 static bool purger_running;  /* the thread exists (in this process)       */
 static bool purger_off;      /* off, or pthread_create refused            */
 static bool purger_stop;     /* lithe_collect(true): exit now             */
 /* The thread is joinable, so that lithe_collect(true) can wait until it
  * has gone (a program that gave everything back is single-threaded again
  * at once, not a delay later: unshare(CLONE_NEWUSER), Python 3.12's
- * warning at os.fork() in a multi-threaded process).  purger_life orders
- * its start and its join (never with pages_lock held).  One that exits on
- * its own (nothing waits) detaches itself, since nobody may ever join it:
- * a finished thread left joinable keeps its stack until joined, and TSan
- * reports it as a thread leak at exit.  Under pages_lock the thread reads
- * purger_stop and clears purger_running as it leaves, and
- * pages_purger_stop reads purger_running and sets purger_stop: so it
- * joins exactly the thread it stopped, and every other one has detached. */
+ * warning at os.fork() in a multi-threaded process).  One that exits on
+ * its own (nothing waits) stays joinable (purger_joinable) and is joined
+ * by whatever comes next: the start of the next one, lithe_collect(true),
+ * or the process's exit (purger_at_exit: TSan reports a finished thread
+ * nobody joined as a leak).  Its stack is lithe's, not glibc's, for what
+ * a join then gives back: glibc frees the TLS vector of a thread on a
+ * stack of the caller's at the join (one it allocated itself it keeps
+ * with the stack, cached for the next thread), and lithe purges the
+ * stack.  Both stayed resident with glibc's stack: RssAnon after
+ * lithe_collect(true), the thread started or not (/tmp probe freeing 4 MB
+ * of 4 KiB blocks, the thread started for any amount): 196 / 184 kB; the
+ * TLS vector's span (64 KiB, span_purge_uncarved's case), its span
+ * descriptor's unit of 20 KiB that it alone kept from meta_collect
+ * (tree_allocate: 196 / 160 kB), and 8 KiB of cached stack.  purger_life
+ * orders the starts and the joins (never with pages_lock held); under
+ * pages_lock the thread clears purger_running as it leaves its loop. */
 static pthread_mutex_t purger_life = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t purger_tid;
+static bool purger_joinable; /* purger_tid is a thread nobody joined yet    */
+/* Its stack: PURGER_STACK bytes above a guard page, reserved and committed
+ * at the first start, kept for the next ones (purged at each join by
+ * lithe_collect(true)).  glibc puts the thread's static TLS (every loaded
+ * module's) at the top of it: a program whose TLS leaves too little
+ * makes pthread_create fail, and the calls purge as without a thread. */
+#define PURGER_STACK ((size_t)64 * KiB)
+static char *purger_stack;
 /* This thread holds purger_life: pthread_create allocates, and its malloc
  * or free may come back to pages_purger_poll, which must not wait on it. */
 static __thread bool purger_life_held __attribute__((tls_model("initial-exec")));
@@ -556,8 +582,7 @@ again:
     pthread_mutex_lock(&pages_lock);
     goto again; /* (memory freed meanwhile is purged first) */
   }
-  if (!purger_stop) pthread_detach(pthread_self()); /* on its own: nobody joins it */
-  purger_running = false;
+  purger_running = false; /* (joined by the next start, a collection or exit) */
   pthread_mutex_unlock(&pages_lock);
   return NULL;
 }
@@ -590,6 +615,32 @@ void pages_waiting(uint64_t freed_ms) {
     atomic_store_explicit(&purger_wanted, true, memory_order_relaxed);
 }
 
+/* Join the thread that was started last (purger_life held): it has left
+ * its loop or been told to, so this waits for its return at most. */
+static void purger_join(void) {
+  if (!purger_joinable) return;
+  bool held = purger_life_held;
+  purger_life_held = true; /* (the join frees the TLS vector: no start from there) */
+  pthread_join(purger_tid, NULL);
+  purger_life_held = held;
+  purger_joinable = false;
+}
+
+/* The process exits: a thread that finished on its own is joined (the
+ * TSan report above), one still waiting for memory is stopped first; and
+ * none starts after (atexit runs this before the destructors, whose frees
+ * may come to pages_purger_poll). */
+static void purger_at_exit(void) {
+  pthread_mutex_lock(&purger_life);
+  pthread_mutex_lock(&pages_lock);
+  purger_off = true;
+  purger_stop = true;
+  pthread_cond_signal(&purge_cond);
+  pthread_mutex_unlock(&pages_lock);
+  purger_join();
+  pthread_mutex_unlock(&purger_life);
+}
+
 /* Start the purge thread if memory waits and none runs.  The caller holds
  * no lock of lithe's (a free or a large allocation at the API's level). */
 void pages_purger_poll(void) {
@@ -609,18 +660,34 @@ void pages_purger_poll(void) {
     pthread_mutex_unlock(&purger_life);
     return;
   }
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, 64 * KiB);
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread starts with all blocked */
-  int saved = errno;
-  int rc = pthread_create(&purger_tid, &attr, purger_main, NULL);
-  errno = saved;
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  pthread_attr_destroy(&attr);
-  if (rc != 0) {
+  purger_join(); /* the last one, gone on its own: its stack serves again */
+  int rc = ENOMEM;
+  if (!purger_stack) {
+    size_t guard = os_page_size();
+    char *r = os_reserve(guard + PURGER_STACK, 0);
+    if (r && os_commit(r + guard, PURGER_STACK)) {
+      purger_stack = r + guard;
+      atexit(purger_at_exit); /* (once: the stack is made once) */
+    } else if (r) {
+      os_release(r, guard + PURGER_STACK);
+    }
+  }
+  if (purger_stack) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstack(&attr, purger_stack, PURGER_STACK);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread starts with all blocked */
+    int saved = errno;
+    rc = pthread_create(&purger_tid, &attr, purger_main, NULL);
+    errno = saved;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+  }
+  if (rc == 0) {
+    purger_joinable = true;
+  } else {
     pthread_mutex_lock(&pages_lock);
     purger_running = false;
     purger_off = true; /* the calls into lithe purge, as without it */
@@ -630,33 +697,43 @@ void pages_purger_poll(void) {
   pthread_mutex_unlock(&purger_life);
 }
 
-/* lithe_collect(true), with no lock of lithe's held, after everything was
- * purged: the thread is told to exit and joined.  Memory freed meanwhile
- * by other threads starts a new one at their next call, as usual. */
+/* lithe_collect(true), with no lock of lithe's held, before anything is
+ * collected (the join frees the thread's TLS vector into the caller's
+ * bins): the thread is told to exit and joined, and its stack purged.
+ * Until pages_purger_resume this thread starts none (the collection's
+ * frees would: memory waits until pages_collect has purged it). */
 void pages_purger_stop(void) {
   if (purger_life_held) return;
   pthread_mutex_lock(&purger_life);
-  pthread_mutex_lock(&pages_lock);
-  if (!purger_running) { /* none, or one that has detached */
+  if (purger_joinable) {
+    pthread_mutex_lock(&pages_lock);
+    purger_stop = true;
+    pthread_cond_signal(&purge_cond);
     pthread_mutex_unlock(&pages_lock);
-    pthread_mutex_unlock(&purger_life);
-    return;
+    purger_join();
+    os_purge(purger_stack, PURGER_STACK);
+    pthread_mutex_lock(&pages_lock);
+    purger_stop = false;
+    pthread_mutex_unlock(&pages_lock);
   }
-  purger_stop = true;
-  pthread_cond_signal(&purge_cond);
-  pthread_mutex_unlock(&pages_lock);
-  pthread_join(purger_tid, NULL);
+  pthread_mutex_unlock(&purger_life);
+  purger_life_held = true;
+}
+
+/* The collection is over: memory that other threads freed since its purge
+ * starts a thread again at the next call, as usual. */
+void pages_purger_resume(void) {
+  purger_life_held = false;
   pthread_mutex_lock(&pages_lock);
-  purger_stop = false;
-  if (!purger_off && purge_due_ms != UINT64_MAX) /* freed since: a thread again */
+  if (!purger_running && !purger_off && purge_due_ms != UINT64_MAX && purger_allowed())
     atomic_store_explicit(&purger_wanted, true, memory_order_relaxed);
   pthread_mutex_unlock(&pages_lock);
-  pthread_mutex_unlock(&purger_life);
 }
 
 /* The child of fork has no purge thread (fork copies only the caller). */
 void pages_fork_child(void) {
   purger_running = false;
+  purger_joinable = false; /* (its stack, copied, serves the child's) */
   purger_stop = false;
   pthread_mutex_init(&purger_life, NULL); /* (fork may have found it held) */
   purger_init();

@@ -72,6 +72,7 @@
 #define pages_lock         _lithe_pages_lock
 #define pages_purged_bytes _lithe_pages_purged_bytes
 #define pages_purger_poll  _lithe_pages_purger_poll
+#define pages_purger_resume _lithe_pages_purger_resume
 #define pages_purger_stop  _lithe_pages_purger_stop
 #define pages_release_locked _lithe_pages_release_locked
 #define pages_release_list_locked _lithe_pages_release_list_locked

@@ -1,13 +1,13 @@
 /* purge_thread_collect — lithe_collect(true) ends the purge thread.
  *
- * 32 MiB of page runs freed start the purge thread (it starts once 16 MiB
+ * 32 MiB of page runs freed start the purge thread (it starts once 1 MiB
  * wait, at the next call that holds no lock).  lithe_collect(true) gives
  * everything back, so nothing waits: the thread must be gone when it
  * returns (Threads: 1 at once, not a purge delay later), so that a
  * program that has given its memory back is single-threaded for what it
  * does next (unshare(CLONE_NEWUSER), fork without Python 3.12's warning).
  * Then the thread must start again for the next 32 MiB, exit on its own
- * once that is purged (detaching itself: nobody joins it), and start
+ * once that is purged (left for the next start to join), and start
  * once more, with the memory purged each time. */
 #include "testutil.h"
 
@@ -60,7 +60,7 @@ int main(void) {
   CHECKF(t == 1, "the purge thread did not exit once nothing waited (Threads: %ld)", t);
   CHECKF(rss_quiet < rss_freed - 16 * 1024, "RssAnon %ld -> %ld kB: not purged", rss_freed, rss_quiet);
 
-  churn(); /* a new thread: the one that exited on its own had detached */
+  churn(); /* a new thread: the one that exited on its own is joined first */
   t = tu_status_kb("Threads");
   printf("third time: Threads %ld\n", t);
   CHECKF(t == 2, "the purge thread did not start a third time (Threads: %ld)", t);

@@ -116,7 +116,7 @@ static inline void tu_sleep_ms(long ms) {
 }
 
 /* 32 MiB of page runs (64 blocks of 512 KiB, written) freed: enough to
- * start the purge thread (16 MiB waiting), which a later call that holds
+ * start the purge thread (1 MiB waiting), which a later call that holds
  * no lock of lithe's does */
 static inline void tu_free_32mib_of_runs(void) {
   static void *b[64];
