@@ -93,8 +93,8 @@ static bool purger_stop;     /* lithe_collect(true): exit now             */
  * stack of the caller's at the join (one it allocated itself it keeps
  * with the stack, cached for the next thread), and lithe purges the
  * stack.  Both stayed resident with glibc's stack: RssAnon after
- * lithe_collect(true), the thread started or not (/tmp probe freeing 4 MB
- * of 4 KiB blocks, the thread started for any amount): 196 / 184 kB; the
+ * lithe_collect(true), the thread started or not (a program that freed 4
+ * MB of 4 KiB blocks, the thread started for any amount): 196 / 184 kB; the
  * TLS vector's span (64 KiB, span_purge_uncarved's case), its span
  * descriptor's unit of 20 KiB that it alone kept from meta_collect
  * (tree_allocate: 196 / 160 kB), and 8 KiB of cached stack.  purger_life
@@ -558,8 +558,8 @@ static size_t purge_runs(uint64_t now, bool force, size_t keep) {
  * that it is gone by then: madvise(MADV_DONTNEED) takes time in
  * proportion (1 GiB in 213 ms on these loaded 2-core machines; medium
  * and big free 1.1 GB in ~100 ms just before their pause, and the sample
- * 100 ms after the delay found 120-500 MB not yet purged, one run in two;
- * "Purging").  PURGE_BYTES_PER_MS is that rate, rounded down; the lead is
+ * 100 ms after the delay found up to 756 MB not yet purged, medians of 11
+ * runs 374 and 335 MB; "Purging").  PURGE_BYTES_PER_MS is that rate, rounded down; the lead is
  * what waits at that rate, at most a quarter of the delay, so memory
  * always waits at least 3/4 of it, and a program that frees a few MiB
  * sees no difference (a lead of a millisecond). */
@@ -728,9 +728,10 @@ void pages_purger_poll(void) {
  * collected (the join frees the thread's TLS vector into the caller's
  * bins): the thread is told to exit and joined, and its stack purged.
  * Until pages_purger_resume this thread starts none (the collection's
- * frees would: memory waits until pages_collect has purged it). */
-void pages_purger_stop(void) {
-  if (purger_life_held) return;
+ * frees would: memory waits until pages_collect has purged it).  False,
+ * and nothing done, where this thread is starting or joining one. */
+bool pages_purger_stop(void) {
+  if (purger_life_held) return false;
   pthread_mutex_lock(&purger_life);
   if (purger_joinable) {
     pthread_mutex_lock(&pages_lock);
@@ -745,6 +746,7 @@ void pages_purger_stop(void) {
   }
   pthread_mutex_unlock(&purger_life);
   purger_life_held = true;
+  return true;
 }
 
 /* The collection is over: memory that other threads freed since its purge

@@ -723,7 +723,7 @@ bool pages_try_resize(span_t *s, size_t npages, bool fresh_ok) INTERNAL; /* in p
 size_t pages_collect(bool force) INTERNAL;                    /* purge; returns bytes */
 void pages_waiting(uint64_t freed_ms) INTERNAL;               /* pages_lock held: memory waits */
 void pages_purger_poll(void) INTERNAL;                        /* no lithe lock held */
-void pages_purger_stop(void) INTERNAL;                        /* lithe_collect(true): join it */
+bool pages_purger_stop(void) INTERNAL;                        /* lithe_collect(true): join it */
 void pages_purger_resume(void) INTERNAL;                      /* ... and its end */
 void pages_fork_child(void) INTERNAL;
 void pages_init(void) INTERNAL;
