@@ -1,12 +1,15 @@
-/* purge_exit — a purge thread that exits on its own is not left joinable.
+/* purge_exit — a purge thread that exits on its own is joined by the
+ * process's exit.
  *
  * 32 MiB of page runs freed start the purge thread; once they are purged
  * (LITHE_PURGE_DELAY_MS, 100 ms here) nothing waits and it exits on its
- * own.  Nobody joins such a thread, so it must have detached itself: a
- * finished joinable thread keeps its stack until joined, and TSan reports
- * it as a thread leak when the process exits (the test then exits 66).
- * CI's tsan_fork_threads caught it once, by chance of timing; this test
- * makes it happen every run. */
+ * own.  It stays joinable (its stack is lithe's, and the join is when
+ * glibc frees its TLS vector), and a finished thread nobody joined is a
+ * thread leak to TSan when the process exits (the test then exits 66): so
+ * lithe's atexit handler joins it (arena.c, purger_at_exit).  CI's
+ * tsan_fork_threads caught the leak once, by chance of timing, when the
+ * thread had not yet detached itself; this test makes the case happen
+ * every run. */
 #include "testutil.h"
 
 int main(void) {
