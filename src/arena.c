@@ -566,11 +566,16 @@ static size_t purge_runs(uint64_t now, bool force, size_t keep) {
 #define PURGE_BYTES_PER_MS ((size_t)4 * MiB)
 static uint64_t purger_lead_ms; /* the lead of the thread's current wait */
 
+/* What waits for the purge: free pages not yet purged and cached xlarge
+ * mappings (pages_lock held). */
+static size_t waiting_bytes(void) {
+  return dirty_bytes + atomic_load_explicit(&stat_xlarge_cached_bytes, memory_order_relaxed);
+}
+
 static uint64_t purge_lead_ms(void) {
   lt_assert_held(&pages_lock);
   uint64_t cap = (uint64_t)lithe_opt.purge_delay_ms / 4;
-  uint64_t lead = (dirty_bytes + atomic_load_explicit(&stat_xlarge_cached_bytes, memory_order_relaxed)) /
-                  PURGE_BYTES_PER_MS;
+  uint64_t lead = waiting_bytes() / PURGE_BYTES_PER_MS;
   return lead < cap ? lead : cap;
 }
 
@@ -633,12 +638,15 @@ void pages_waiting(uint64_t freed_ms) {
   if (due < purge_due_ms) {
     purge_due_ms = due;
     if (purger_running) pthread_cond_signal(&purge_cond);
-  } else if (purger_running && purge_lead_ms() > purger_lead_ms + 8) {
-    purger_lead_ms = purge_lead_ms(); /* (one signal a step of 8 ms) */
-    pthread_cond_signal(&purge_cond); /* so much more waits: it starts sooner */
+  } else if (purger_running) {
+    uint64_t lead = purge_lead_ms();
+    if (lead > purger_lead_ms + 8) { /* so much more waits: it starts sooner */
+      purger_lead_ms = lead;          /* (one signal a step of 8 ms) */
+      pthread_cond_signal(&purge_cond);
+    }
   }
   if (!purger_running && !atomic_load_explicit(&purger_wanted, memory_order_relaxed) &&
-      dirty_bytes + atomic_load_explicit(&stat_xlarge_cached_bytes, memory_order_relaxed) >= PURGE_THREAD_MIN)
+      waiting_bytes() >= PURGE_THREAD_MIN)
     atomic_store_explicit(&purger_wanted, true, memory_order_relaxed);
 }
 
@@ -653,18 +661,24 @@ static void purger_join(void) {
   purger_joinable = false;
 }
 
+/* Tell the thread to exit now, and join it (purger_life held); for_good:
+ * and start none again. */
+static void purger_stop_join(bool for_good) {
+  pthread_mutex_lock(&pages_lock);
+  if (for_good) purger_off = true;
+  purger_stop = true;
+  pthread_cond_signal(&purge_cond);
+  pthread_mutex_unlock(&pages_lock);
+  purger_join();
+}
+
 /* The process exits: a thread that finished on its own is joined (the
  * TSan report above), one still waiting for memory is stopped first; and
  * none starts after (atexit runs this before the destructors, whose frees
  * may come to pages_purger_poll). */
 static void purger_at_exit(void) {
   pthread_mutex_lock(&purger_life);
-  pthread_mutex_lock(&pages_lock);
-  purger_off = true;
-  purger_stop = true;
-  pthread_cond_signal(&purge_cond);
-  pthread_mutex_unlock(&pages_lock);
-  purger_join();
+  purger_stop_join(true);
   pthread_mutex_unlock(&purger_life);
 }
 
@@ -734,11 +748,7 @@ bool pages_purger_stop(void) {
   if (purger_life_held) return false;
   pthread_mutex_lock(&purger_life);
   if (purger_joinable) {
-    pthread_mutex_lock(&pages_lock);
-    purger_stop = true;
-    pthread_cond_signal(&purge_cond);
-    pthread_mutex_unlock(&pages_lock);
-    purger_join();
+    purger_stop_join(false);
     os_purge(purger_stack, PURGER_STACK);
     pthread_mutex_lock(&pages_lock);
     purger_stop = false;
