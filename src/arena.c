@@ -493,23 +493,27 @@ static span_t *arena_carve(size_t npages) {
   return s;
 }
 
-/* Purge free runs that have been free long enough; then, while more than
- * `keep` bytes of free pages are still resident, purge others too.  (The
- * decay alone keeps everything when the program goes quiet; `keep` is what
- * an explicit lithe_collect(false) leaves for reuse.) */
-static size_t purge_runs(uint64_t now, bool force, size_t keep) {
+/* Purge free runs that have been free long enough by `by` (now, or later
+ * for the purge thread, which starts ahead of the due time: what is due
+ * within its lead counts as due); then, while more than `keep` bytes of
+ * free pages are still resident, purge others too.  Stamps (a run that
+ * stays dirty, the pass's time) take `now`, the real time, so a retry
+ * waits a whole delay from the failure.  (The decay alone keeps
+ * everything when the program goes quiet; `keep` is what an explicit
+ * lithe_collect(false) leaves for reuse.) */
+static size_t purge_runs(uint64_t now, uint64_t by, bool force, size_t keep) {
   size_t purged = 0;
   long delay = lithe_opt.purge_delay_ms;
   /* the threads' large-run caches (large.c) first: what has waited the
    * delay there becomes a free run, freed when it was cached, so the loop
    * below purges it; all of it when a collection (or the memory limit)
    * asks for more than the decay */
-  lcache_reclaim(now, last_purge_ms, force || keep != SIZE_MAX, false);
+  lcache_reclaim(now, by, last_purge_ms, force || keep != SIZE_MAX, false);
   uint64_t due = UINT64_MAX; /* of the runs that stay dirty */
   for (unsigned b = 0; b < NBINS; b++)
     for (span_t *s = bins[b].first; s; s = s->next) {
       if (!s->dirty) continue;
-      bool due_now = force || (delay >= 0 && now - s->freed_ms >= (uint64_t)delay), part = false;
+      bool due_now = force || (delay >= 0 && by - s->freed_ms >= (uint64_t)delay), part = false;
       if (!due_now && dirty_bytes > keep && dirty_bytes - keep < s->dirty_n) {
         /* only what is over `keep`, from the window's end (a run is cut
          * from its front): purged whole, a run of 16 MiB went for a
@@ -548,10 +552,16 @@ static size_t purge_runs(uint64_t now, bool force, size_t keep) {
   if (ldue < due) due = ldue;
   /* cached xlarge mappings: the expired ones, and all of them when a
    * collection (or the memory limit) asks for more than the decay */
-  xcache_expire(now, force || keep != SIZE_MAX);
+  xcache_expire(by, force || keep != SIZE_MAX);
   uint64_t xdue = xcache_due();
   purge_due_ms = xdue < due ? xdue : due;
   return purged;
+}
+
+/* A purge by a caller on the allocation and free paths: due means due now. */
+static size_t purge_runs_now(bool force, size_t keep) {
+  uint64_t now = os_now_ms();
+  return purge_runs(now, now, force, keep);
 }
 
 /* How long before its due time the thread starts on waiting memory, so
@@ -596,10 +606,7 @@ again:
       pthread_cond_timedwait(&purge_cond, &pages_lock, &ts);
       continue;
     }
-    /* what is due within the lead counts as due (sets purge_due_ms from
-     * what stays); the callers' purge clock stays the real one */
-    purge_runs(now + lead, false, SIZE_MAX);
-    last_purge_ms = now;
+    purge_runs(now, now + lead, false, SIZE_MAX); /* (sets purge_due_ms from what stays) */
   }
   if (!purger_stop && !purger_off && !meta_done) {
     /* nothing waits: the span descriptors the purged runs' merges freed
@@ -804,7 +811,7 @@ size_t pages_usage(size_t more) {
   pthread_mutex_lock(&pages_lock);
   size_t n = usage_locked();
   if (limit_pressure_at && n + more >= limit_pressure_at) {
-    purge_runs(os_now_ms(), false, pressure_keep(more));
+    purge_runs_now(false, pressure_keep(more));
     n = usage_locked();
   }
   pthread_mutex_unlock(&pages_lock);
@@ -820,14 +827,14 @@ static bool limit_check_locked(void) {
 }
 
 static void maybe_purge(void) {
-  if (unlikely(limit_pressure_at) && limit_check_locked()) { purge_runs(os_now_ms(), false, pressure_keep(0)); return; }
+  if (unlikely(limit_pressure_at) && limit_check_locked()) { purge_runs_now(false, pressure_keep(0)); return; }
   long delay = lithe_opt.purge_delay_ms;
   /* (the thread purges on time; a delay set to 0 since, by mallopt, is
    * the callers' again at once) */
   if (delay < 0 || (purger_running && delay > 0)) return;
   uint64_t now = os_now_ms();
   uint64_t every = delay > 40 ? (uint64_t)delay / 4 : 10;
-  if (delay == 0 || now - last_purge_ms >= every) purge_runs(now, false, SIZE_MAX);
+  if (delay == 0 || now - last_purge_ms >= every) purge_runs(now, now, false, SIZE_MAX);
 }
 
 /* A run whose pages a failed move left unmapped or not ours: never handed
@@ -965,7 +972,10 @@ static span_t *pages_take(size_t npages, size_t align, bool fresh_ok, span_t *ba
   /* no free run holds it: the runs in the threads' large-run caches
    * (large.c) come back before any fresh page is carved or mapped, so
    * they never add to the peak */
-  if (!s && lcache_reclaim(os_now_ms(), 0, true, true)) s = find_fit(total);
+  if (!s) {
+    uint64_t now = os_now_ms();
+    if (lcache_reclaim(now, now, 0, true, true)) s = find_fit(total);
+  }
   /* (near the memory limit fresh pages for a block above large_max too:
    * pages_fill below fills them with free runs' resident pages, where a
    * mapping of its own is faulted in whole while the limit purges them;
@@ -1043,7 +1053,7 @@ static span_t *pages_take(size_t npages, size_t align, bool fresh_ok, span_t *ba
         taken = true;
       }
     }
-    purge_runs(os_now_ms(), false, pressure_keep(taken ? 0 : more));
+    purge_runs_now(false, pressure_keep(taken ? 0 : more));
     if (limit_hard && usage_locked() + (taken ? 0 : more) > limit_bytes) {
       if (taken) {
         in_use_bytes -= s->bytes;
@@ -1070,7 +1080,7 @@ static span_t *pages_take(size_t npages, size_t align, bool fresh_ok, span_t *ba
   /* what s's pieces still count was out of the purge's reach above: with
    * them back in the bins, the count goes back to 90 % (a 128 KiB run cut
    * from a run of 15 MB resident took bench-limitcycle to 81 MB) */
-  if (out && usage_locked() > limit_pressure_at) purge_runs(os_now_ms(), false, pressure_keep(0));
+  if (out && usage_locked() > limit_pressure_at) purge_runs_now(false, pressure_keep(0));
   /* the pagemap maps every page of the run to it */
   lt_assert(pagemap_lookup(s->start) == s && pagemap_lookup(s->start + s->bytes - PAGE_SIZE) == s);
   lt_assert_cmp(s->bytes, ==, want);
@@ -1217,7 +1227,7 @@ bool pages_try_resize(span_t *s, size_t npages, bool fresh_ok) {
 size_t pages_collect(bool force) {
   pthread_mutex_lock(&pages_lock);
   size_t keep = in_use_bytes / 8 > 1 * MiB ? in_use_bytes / 8 : 1 * MiB;
-  size_t purged = purge_runs(os_now_ms(), force, keep);
+  size_t purged = purge_runs_now(force, keep);
   if (force) {
     for (arena_t *a = arenas; a; a = a->next) {
       if (a->bump == a->base) continue;

@@ -817,11 +817,11 @@ void *large_alloc_zero(size_t size, size_t align, bool zero) INTERNAL;
 void large_free(span_t *s) INTERNAL;
 void *large_realloc(span_t *s, size_t size) INTERNAL;
 extern _Atomic size_t stat_large_live, stat_xlarge_live, stat_xlarge_bytes, stat_xlarge_cached_bytes INTERNAL;
-void xcache_expire(uint64_t now, bool all) INTERNAL; /* pages_lock held */
+void xcache_expire(uint64_t by, bool all) INTERNAL; /* pages_lock held */
 void xcache_yield(size_t bytes) INTERNAL;             /* pages_lock held */
 uint64_t xcache_due(void) INTERNAL;                   /* pages_lock held */
 void large_init(void) INTERNAL;                       /* init: the large-run cache's key */
-bool lcache_reclaim(uint64_t now, uint64_t prev, bool all, bool hinted) INTERNAL; /* pages_lock held */
+bool lcache_reclaim(uint64_t now, uint64_t by, uint64_t prev, bool all, bool hinted) INTERNAL; /* pages_lock held */
 uint64_t lcache_due(uint64_t now) INTERNAL;           /* pages_lock held */
 
 /* alloc.c: the API behind the exported names of override.c */

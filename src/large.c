@@ -189,7 +189,8 @@ static span_t *lcache_take(size_t npages, size_t align, span_t **back) {
 }
 
 /* pages_lock held: give the cached runs back to the page heap, those freed
- * the purge delay ago or, with all, every one.  A run no pass has seen was
+ * the purge delay ago by `by` (now, or the purge thread's time ahead of
+ * it) or, with all, every one.  A run no pass has seen was
  * freed after the last one (`prev`, 0: none): that is its time, so it waits
  * at most the delay (a program that frees and goes quiet has it purged
  * with the rest; stamped with the pass that first saw it, a run waited up
@@ -199,7 +200,7 @@ static span_t *lcache_take(size_t npages, size_t align, span_t **back) {
  * if a put may have cached one since the last reclaim that left none (a
  * purge pass looks anyway, so the hint's race only delays a run).  true:
  * some. */
-bool lcache_reclaim(uint64_t now, uint64_t prev, bool all, bool hinted) {
+bool lcache_reclaim(uint64_t now, uint64_t by, uint64_t prev, bool all, bool hinted) {
   lt_assert_held(&pages_lock);
   if (hinted && !atomic_load_explicit(&lcache_any, memory_order_relaxed)) return false;
   long delay = lithe_opt.purge_delay_ms;
@@ -214,7 +215,7 @@ bool lcache_reclaim(uint64_t now, uint64_t prev, bool all, bool hinted) {
         seen = prev ? prev : now;
         atomic_store_explicit(&c->seen_ms[i], seen, memory_order_relaxed);
       }
-      if (!all && (delay < 0 || now - seen < (uint64_t)delay)) {
+      if (!all && (delay < 0 || by - seen < (uint64_t)delay)) {
         left = true;
         continue;
       }
@@ -356,12 +357,12 @@ static void xcache_del_locked(span_t *r) {
 
 /* Take ranges off, oldest first: all of them, or those expired and any
  * beyond the bounds; returns them linked through `next`. */
-static span_t *xcache_trim_locked(uint64_t now, bool all) {
+static span_t *xcache_trim_locked(uint64_t by, bool all) {
   span_t *out = NULL;
   long delay = lithe_opt.purge_delay_ms;
   for (span_t *s = xcache.last, *prev; s; s = prev) {
     prev = s->prev;
-    bool expired = delay >= 0 && now - s->freed_ms >= (uint64_t)delay;
+    bool expired = delay >= 0 && by - s->freed_ms >= (uint64_t)delay;
     if (!all && !expired && atomic_load_explicit(&xcache_n, memory_order_relaxed) <= XCACHE_MAX &&
         atomic_load_explicit(&stat_xlarge_cached_bytes, memory_order_relaxed) <= XCACHE_MAX_BYTES)
       break;
@@ -384,10 +385,10 @@ uint64_t xcache_due(void) {
   return due;
 }
 
-void xcache_expire(uint64_t now, bool all) {
+void xcache_expire(uint64_t by, bool all) {
   lt_assert_held(&pages_lock);
   if (atomic_load_explicit(&xcache_n, memory_order_relaxed))
-    xcache_unmap_list(xcache_trim_locked(now, all));
+    xcache_unmap_list(xcache_trim_locked(by, all));
 }
 
 /* The page heap committed `bytes` of fresh arena pages (arena.c, under
