@@ -46,18 +46,12 @@ __thread heap_t *lithe_tls_heap __attribute__((tls_model("initial-exec"))) = &li
  * lithe_tls_heap. */
 __thread heap_bins_t lithe_tls_bins __attribute__((tls_model("initial-exec")));
 
-/* heaps_lock and abandoned_lock are held for a few hundred instructions by
- * threads that start or exit together: adaptive (glibc's), a waiter spins
- * briefly before it sleeps in the kernel, as tcmalloc's spin locks do.
- * With the default kind a waiter always slept: bench-mallocbench
- * thread_churn made 786 context switches (median of 5 runs; 626..1,026),
- * 684 (637..727) with these two adaptive, tcmalloc 571 (555..597). */
-#ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
-#define LOCK_INIT PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
-#else
-#define LOCK_INIT PTHREAD_MUTEX_INITIALIZER
-#endif
-static void lock_reinit(pthread_mutex_t *m) { /* a forked child's, as LOCK_INIT */
+/* heaps_lock and abandoned_lock (LOCK_INIT, internal.h) are held for a few
+ * hundred instructions by threads that start or exit together.  With the
+ * default kind a waiter always slept: bench-mallocbench thread_churn made
+ * 786 context switches (median of 5 runs; 626..1,026), 684 (637..727)
+ * with these two adaptive, tcmalloc 571 (555..597). */
+void lock_reinit(pthread_mutex_t *m) { /* a forked child's, as LOCK_INIT */
 #ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
   pthread_mutexattr_t a;
   pthread_mutexattr_init(&a);
@@ -68,6 +62,7 @@ static void lock_reinit(pthread_mutex_t *m) { /* a forked child's, as LOCK_INIT 
   pthread_mutex_init(m, NULL);
 #endif
 }
+
 pthread_mutex_t heaps_lock = LOCK_INIT;
 pthread_mutex_t abandoned_lock = LOCK_INIT;
 static heap_t *heap_pool;      /* heaps of exited threads, for reuse   */
@@ -1405,7 +1400,7 @@ static void fork_child_orphan(heap_t *h) {
 void heap_fork_child(void) {
   pthread_mutex_init(&meta_lock, NULL);
   pthread_mutex_init(&pagemap_lock, NULL);
-  pthread_mutex_init(&pages_lock, NULL);
+  lock_reinit(&pages_lock);
   lock_reinit(&abandoned_lock);
   lock_reinit(&heaps_lock);
   lock_reinit(&fallback_lock);

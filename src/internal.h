@@ -23,6 +23,23 @@
 #define MiB ((size_t)1 << 20)
 #define GiB ((size_t)1 << 30)
 
+/* The locks threads meet on (pages_lock, heaps_lock, abandoned_lock,
+ * fallback_lock) are glibc's adaptive kind: a waiter spins briefly before
+ * it sleeps in the kernel, as tcmalloc's spin locks do, where the default
+ * kind always slept and paid a futex wait and a wake-up for a critical
+ * section of a few hundred instructions (figures where each is defined).
+ * Defined only where _GNU_SOURCE is, which such a lock's file defines
+ * first: a file without it fails to compile rather than get the plain
+ * kind unnoticed.  lock_reinit (heap.c) makes a forked child's one anew. */
+#ifdef _GNU_SOURCE
+#ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
+#define LOCK_INIT PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
+#else
+#define LOCK_INIT PTHREAD_MUTEX_INITIALIZER /* (a libc without the kind) */
+#endif
+#endif
+void lock_reinit(pthread_mutex_t *m) INTERNAL;
+
 /* ---- tunables ---------------------------------------------------------- */
 
 /* lithe page: the unit of the page heap and of the pagemap.  8 KiB as in Go:

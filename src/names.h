@@ -118,6 +118,7 @@
 #define heaps_lock              _lithe_heaps_lock
 #define heaps_stats             _lithe_heaps_stats
 #define heaps_take_caches       _lithe_heaps_take_caches
+#define lock_reinit             _lithe_lock_reinit
 /* large.c */
 #define large_alloc              _lithe_large_alloc
 #define large_alloc_zero         _lithe_large_alloc_zero
