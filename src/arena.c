@@ -578,10 +578,10 @@ static size_t purge_runs_now(bool force, size_t keep) {
  * proportion (1 GiB in 213 ms on these loaded 2-core machines; medium
  * and big free 1.1 GB in ~100 ms just before their pause, and the sample
  * 100 ms after the delay found up to 756 MB not yet purged, medians of 11
- * runs 374 and 335 MB; "Purging").  PURGE_BYTES_PER_MS is that rate, rounded down; the lead is
- * what waits at that rate, at most a quarter of the delay, so memory
- * always waits at least 3/4 of it, and a program that frees a few MiB
- * sees no difference (a lead of a millisecond). */
+ * runs 374 and 335 MB; "Purging").  PURGE_BYTES_PER_MS is that rate,
+ * rounded down; the lead is what waits at that rate, at most a quarter of
+ * the delay, so memory always waits at least 3/4 of it, and a program
+ * that frees a few MiB sees no difference (a lead of a millisecond). */
 #define PURGE_BYTES_PER_MS ((size_t)4 * MiB)
 static uint64_t purger_lead_ms; /* the lead of the thread's current wait */
 
@@ -677,8 +677,8 @@ static void purger_join(void) {
   purger_joinable = false;
 }
 
-/* Tell the thread to exit now, and join it (purger_life held); for_good:
- * and start none again. */
+/* Tell the thread to exit now, and join it (purger_life held): none runs
+ * when this returns, and the next may start; for_good: none starts again. */
 static void purger_stop_join(bool for_good) {
   pthread_mutex_lock(&pages_lock);
   if (for_good) purger_off = true;
@@ -686,6 +686,9 @@ static void purger_stop_join(bool for_good) {
   pthread_cond_signal(&purge_cond);
   pthread_mutex_unlock(&pages_lock);
   purger_join();
+  pthread_mutex_lock(&pages_lock);
+  purger_stop = false; /* (it is gone: a thread started later runs) */
+  pthread_mutex_unlock(&pages_lock);
 }
 
 /* The process exits: a thread that finished on its own is joined (the
@@ -766,9 +769,6 @@ bool pages_purger_stop(void) {
   if (purger_joinable) {
     purger_stop_join(false);
     os_purge(purger_stack, PURGER_STACK);
-    pthread_mutex_lock(&pages_lock);
-    purger_stop = false;
-    pthread_mutex_unlock(&pages_lock);
   }
   pthread_mutex_unlock(&purger_life);
   purger_life_held = true;
