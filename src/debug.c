@@ -46,11 +46,13 @@ _Static_assert(8 * SMALL_MAX < ((uint64_t)1 << 32), "span offsets must stay belo
 _Static_assert((uint64_t)L1_COUNT * L2_COUNT * PAGE_SIZE == (uint64_t)1 << ADDR_BITS,
                "pagemap levels must cover ADDR_BITS");
 _Static_assert(ALLOC_MAX < ((uint64_t)1 << ADDR_BITS), "ALLOC_MAX must be below the address space");
-/* A span's pages are whole lithe pages; the class lookup table's entries
- * step by 16 bytes. */
+/* A span's pages are whole lithe pages; the class lookup table's second
+ * part steps by 16 bytes. */
 _Static_assert(SPAN_SMALL_BYTES % PAGE_SIZE == 0 && SPAN_FIRST_BYTES % PAGE_SIZE == 0,
                "spans are whole pages");
 _Static_assert(LUT_MAX % 16 == 0 && LUT_MAX <= SMALL_MAX, "class_lut steps by 16 up to LUT_MAX");
+_Static_assert(FINE_MAX <= SMALL_MAX && LUT_COARSE == FINE_MAX + 1,
+               "class_lut's part by the size ends where the 16-byte part starts");
 _Static_assert((ARENA_MIN & (ARENA_MIN - 1)) == 0 && ARENA_MIN >= 4 * SMALL_MAX,
                "arenas are powers of two that hold the biggest small span");
 

@@ -39,7 +39,8 @@ static inline tls_bins_t *tls_bins(void) { return &lithe_tls_bins; }
 #endif
 
 /* malloc: every small size (<= SMALL_MAX) is one table lookup away from
- * its class (internal.h, lut_index); pop this thread's bin of that class
+ * its class (internal.h, class_lut: by the size itself up to FINE_MAX,
+ * by lut_index above); pop this thread's bin of that class
  * (for a class of two lists, when it is empty, take the frees' list).
  * Before set-up (and on a thread without a heap) the bins are all NULL,
  * so the first malloc lands in the slow path that sets everything up.  A
@@ -52,8 +53,18 @@ static inline void *malloc_inline(size_t n) {
    * moved the block there at the end (one move more) */
   __asm__("" : "+d"(t));
 #endif
-  if (likely(n <= SMALL_MAX)) {
-    unsigned c = class_lut[lut_index(n)];
+  /* the class table's index: n itself up to FINE_MAX (internal.h), else
+   * the part of 16-byte steps.  An index, then one load, and a goto for
+   * the large sizes: with the two loads in a conditional expression GCC
+   * tested SMALL_MAX first, and with a class of 0 for "too large" it
+   * tested the class (two instructions more either way) */
+  size_t i = n;
+  if (unlikely(n > FINE_MAX)) {
+    if (n > SMALL_MAX) goto generic;
+    i = lut_index(n);
+  }
+  {
+    unsigned c = class_lut[i];
     block_t *b = t->bin[c];
     if (likely(b != NULL)) {
       lt_assert_block(pagemap_lookup(b), b); /* a corrupted bin stops here (Debug) */
@@ -100,6 +111,7 @@ static inline void *malloc_inline(size_t n) {
   /* (sizes above ALLOC_MAX too: refused there, so that no call to
    * __errno_location sits in this function, for which clang 14 saved a
    * register and realigned the stack on the fast path too) */
+generic:
   return heap_malloc_generic(n, lithe_tls_heap);
 }
 

@@ -64,34 +64,47 @@
  * pages of the library file shared by every process, and costs no
  * anonymous memory (the 2 KiB table filled at start-up took a page of
  * each process's RssAnon, the figure the suite's end memory counts).
- * Entry i serves the sizes 16 i - 15 .. 16 i (entry 0: size 0, the 16-byte
- * class, so malloc(0) returns a unique pointer).  Up to 128 B the class
- * is i; above, with k = floor(log2(n - 1)), the size lies in
- * (2^k, 2^(k+1)], whose 4 classes step by 2^(k-2): class 9 + 4 (k - 7) +
- * ceil((n - 2^k) / 2^(k-2)) - 1.  sizeclass_init checks every entry
- * against class_size (Debug), and tests/sanitize/sizeclass_table.c every
- * size. */
-#define LUT_K(n)     (31 - __builtin_clz((unsigned)(n) - 1u))
-#define LUT_CLASS(n) ((n) <= 128u ? ((n) ? (n) / 16u : 1u) \
+ * Entry n of the first part serves the size n (n <= FINE_MAX); entry i of
+ * the second (from LUT_COARSE on) the sizes 16 i - 15 .. 16 i.  Size 0
+ * has the 16-byte class in both, so malloc(0) returns a unique pointer.
+ * Up to 128 B the class is ceil(n / 16); above, with k = floor(log2(n -
+ * 1)), the size lies in (2^k, 2^(k+1)], whose 4 classes step by 2^(k-2):
+ * class 9 + 4 (k - 7) + ceil((n - 2^k) / 2^(k-2)) - 1.  sizeclass_init
+ * checks every entry against class_size (Debug), and
+ * tests/sanitize/sizeclass_table.c every size through both parts. */
+/* (k of 128 at most for the sizes the first case takes: the second is not
+ * evaluated for them, but a negative shift count there draws a warning) */
+#define LUT_K(n)     (31 - __builtin_clz(((n) > 128u ? (unsigned)(n) : 129u) - 1u))
+#define LUT_CLASS(n) ((n) <= 128u ? ((n) ? ((n) + 15u) / 16u : 1u) \
                       : 4u * LUT_K(n) - 20u + (((n) - (1u << LUT_K(n)) + (1u << (LUT_K(n) - 2)) - 1u) >> (LUT_K(n) - 2)))
-#define LUT_E(i)     (uint8_t)LUT_CLASS((unsigned)(i) * 16u)
-#define LUT_E4(i)    LUT_E(i), LUT_E((i) + 1), LUT_E((i) + 2), LUT_E((i) + 3)
-#define LUT_E16(i)   LUT_E4(i), LUT_E4((i) + 4), LUT_E4((i) + 8), LUT_E4((i) + 12)
-#define LUT_E64(i)   LUT_E16(i), LUT_E16((i) + 16), LUT_E16((i) + 32), LUT_E16((i) + 48)
-#define LUT_E256(i)  LUT_E64(i), LUT_E64((i) + 64), LUT_E64((i) + 128), LUT_E64((i) + 192)
-#define LUT_E1024(i) LUT_E256(i), LUT_E256((i) + 256), LUT_E256((i) + 512), LUT_E256((i) + 768)
+/* entry i of a part of step s: the class of the size s i */
+#define LUT_E(s, i)     (uint8_t)LUT_CLASS((unsigned)(i) * (s))
+#define LUT_E4(s, i)    LUT_E(s, i), LUT_E(s, (i) + 1), LUT_E(s, (i) + 2), LUT_E(s, (i) + 3)
+#define LUT_E16(s, i)   LUT_E4(s, i), LUT_E4(s, (i) + 4), LUT_E4(s, (i) + 8), LUT_E4(s, (i) + 12)
+#define LUT_E64(s, i)   LUT_E16(s, i), LUT_E16(s, (i) + 16), LUT_E16(s, (i) + 32), LUT_E16(s, (i) + 48)
+#define LUT_E256(s, i)  LUT_E64(s, i), LUT_E64(s, (i) + 64), LUT_E64(s, (i) + 128), LUT_E64(s, (i) + 192)
+#define LUT_E1024(s, i) LUT_E256(s, i), LUT_E256(s, (i) + 256), LUT_E256(s, (i) + 512), LUT_E256(s, (i) + 768)
 const uint8_t class_lut[LUT_ENTRIES] = {
+#if FINE_SHIFT == 10 /* by the size */
+    LUT_E1024(1u, 0), LUT_E(1u, 1024),
+#elif FINE_SHIFT == 11
+    LUT_E1024(1u, 0), LUT_E1024(1u, 1024), LUT_E(1u, 2048),
+#elif FINE_SHIFT == 12
+    LUT_E1024(1u, 0), LUT_E1024(1u, 1024), LUT_E1024(1u, 2048), LUT_E1024(1u, 3072), LUT_E(1u, 4096),
+#else
+#error "class_lut's first part is spelled out for FINE_SHIFT 10..12"
+#endif
 #if SMALL_SHIFT == 13
-    LUT_E256(0), LUT_E256(256), LUT_E(512)
+    LUT_E256(16u, 0), LUT_E256(16u, 256), LUT_E(16u, 512)
 #elif SMALL_SHIFT == 14
-    LUT_E1024(0), LUT_E(1024)
+    LUT_E1024(16u, 0), LUT_E(16u, 1024)
 #elif SMALL_SHIFT == 15
-    LUT_E1024(0), LUT_E1024(1024), LUT_E(2048)
+    LUT_E1024(16u, 0), LUT_E1024(16u, 1024), LUT_E(16u, 2048)
 #elif SMALL_SHIFT == 16
-    LUT_E1024(0), LUT_E1024(1024), LUT_E1024(2048), LUT_E1024(3072), LUT_E(4096)
+    LUT_E1024(16u, 0), LUT_E1024(16u, 1024), LUT_E1024(16u, 2048), LUT_E1024(16u, 3072), LUT_E(16u, 4096)
 #elif SMALL_SHIFT == 17
-    LUT_E1024(0), LUT_E1024(1024), LUT_E1024(2048), LUT_E1024(3072),
-    LUT_E1024(4096), LUT_E1024(5120), LUT_E1024(6144), LUT_E1024(7168), LUT_E(8192)
+    LUT_E1024(16u, 0), LUT_E1024(16u, 1024), LUT_E1024(16u, 2048), LUT_E1024(16u, 3072),
+    LUT_E1024(16u, 4096), LUT_E1024(16u, 5120), LUT_E1024(16u, 6144), LUT_E1024(16u, 7168), LUT_E(16u, 8192)
 #else
 #error "class_lut is spelled out for SMALL_SHIFT 13..17"
 #endif
@@ -119,10 +132,11 @@ void sizeclass_init(void) {
   }
   lt_assert_cmp((size_t)class_size[NCLASSES - 1], ==, SMALL_MAX);
   _Static_assert(NCLASSES <= 256, "class_lut holds uint8_t classes");
-  /* class_lut (constant) agrees with class_size: entry i's class is the
-   * smallest that holds 16 i bytes (1 byte for entry 0) */
+  /* class_lut (constant) agrees with class_size: each entry's class is
+   * the smallest that holds its size (1 byte for size 0) */
   for (unsigned i = 0; i < LUT_ENTRIES; i++) {
-    size_t n = i == 0 ? 1 : (size_t)i * 16;
+    size_t n = i < LUT_COARSE ? i : (size_t)(i - LUT_COARSE) * 16;
+    if (n == 0) n = 1;
     unsigned c = class_lut[i];
     lt_assert_v(c >= 1 && c < NCLASSES && class_size[c] >= n && class_size[c - 1] < n, i);
     (void)n;

@@ -3,7 +3,8 @@
  *
  *  1. every size 1..SMALL_MAX maps (size_class(), the table lookup up to
  *     LUT_MAX and the count-leading-zeros formula above; and the fast
- *     path's class_lut[(n + 15) >> 4]) to the smallest class that holds it,
+ *     path's class_lut[n] up to FINE_MAX, class_lut[lut_index(n)] above)
+ *     to the smallest class that holds it,
  *     and malloc(n) really hands out a block of that class's size;
  *  2. the division magic span_init_small sets is exact: for every class and
  *     both its span sizes (first span, later spans), small_block_start(s,
@@ -41,9 +42,13 @@ static void check_mapping(void) {
            "size %zu -> class %u (%u B), but class %u (%u B) fits", n, c, class_size[c], c - 1,
            class_size[c - 1]);
     CHECKF(c >= prev, "size %zu -> class %u after class %u: not monotonic", n, c, prev);
+    if (n <= FINE_MAX) { /* what malloc_inline indexes */
+      unsigned f = class_lut[n];
+      CHECKF(f == c, "size %zu: fast-path table (by size) says class %u, size_class %u", n, f, c);
+    }
     if (n <= LUT_MAX) {
-      unsigned f = class_lut[(n + 15) >> 4]; /* what malloc_inline indexes */
-      CHECKF(f == c, "size %zu: fast-path table says class %u, size_class %u", n, f, c);
+      unsigned f = class_lut[LUT_COARSE + ((n + 15) >> 4)];
+      CHECKF(f == c, "size %zu: fast-path table (16-byte steps) says class %u, size_class %u", n, f, c);
     }
     prev = c;
   }
