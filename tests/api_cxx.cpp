@@ -152,7 +152,6 @@ static void free_reserve() {
 }
 
 static void handler_child(void *) {
-  const size_t MiB = (size_t)1 << 20;
   // warm up the allocator and the exception machinery first
   for (int i = 0; i < 100; i++) delete[] new char[1000];
   try {

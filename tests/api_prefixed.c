@@ -147,7 +147,6 @@ static void semantics(void) {
 }
 
 static void stats(void) {
-  const size_t MiB = (size_t)1 << 20;
   lithe_stats_t s0, s1, s2;
   lithe_stats_get(&s0);
   CHECK(s0.reserved >= s0.committed);

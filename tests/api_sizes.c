@@ -40,7 +40,6 @@ static void build_sizes(void) {
   for (size_t n = 1024; n <= 70000; n += 16 * 7) add(n); /* stride through 1K..70K */
   for (size_t n = 4096; n <= 70000; n += 4096) add(n - 1), add(n), add(n + 1);
   /* large and xlarge */
-  const size_t MiB = (size_t)1 << 20;
   add(64 * MiB - 1), add(64 * MiB), add(64 * MiB + 1), add(65 * MiB), add(100 * MiB + 3),
       add(130 * MiB + 1);
   qsort(sizes, (size_t)nsizes, sizeof *sizes, cmp_size);

@@ -11,7 +11,6 @@
  * once more, with the memory purged each time. */
 #include "testutil.h"
 
-#define MiB ((size_t)1 << 20)
 
 static void churn(void) {
   tu_free_32mib_of_runs();

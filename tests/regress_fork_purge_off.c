@@ -16,7 +16,6 @@
  * and must stay single-threaded. */
 #include "testutil.h"
 
-#define MiB ((size_t)1 << 20)
 
 static void child(void *arg) {
   (void)arg;

@@ -25,8 +25,6 @@
 #include <pthread.h>
 #include <lithe.h>
 
-#define KiB ((size_t)1 << 10)
-#define MiB ((size_t)1 << 20)
 
 static long field(const char *key) { return tu_json_field(tu_stats_json(), key); }
 

@@ -15,7 +15,6 @@
  * later.  Needs lithe. */
 #include "testutil.h"
 
-#define MiB ((size_t)1 << 20)
 #define BLOCK (MiB / 2)
 #define NBLOCK 512
 

@@ -15,7 +15,6 @@
 #include "testutil.h"
 #include <malloc.h>
 
-#define MiB ((size_t)1 << 20)
 #define NB 128
 #define NS 20000
 

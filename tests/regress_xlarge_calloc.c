@@ -7,7 +7,6 @@
  * committed memory fall to where they were). */
 #include "testutil.h"
 
-#define MiB ((size_t)1 << 20)
 
 static size_t first_nonzero(const unsigned char *p, size_t n) {
   for (size_t i = 0; i < n; i += 4096 - 1)

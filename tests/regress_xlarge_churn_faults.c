@@ -15,7 +15,6 @@
 #include <malloc.h>
 #include "lithe.h"
 
-#define MiB ((size_t)1 << 20)
 #define LIVE 16
 #define OPS 400
 

@@ -13,7 +13,6 @@
 #include "testutil.h"
 #include "lithe.h"
 
-#define MiB ((size_t)1 << 20)
 #define NRUNS 96
 
 int main(void) {

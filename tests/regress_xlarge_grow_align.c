@@ -19,7 +19,6 @@
 #include <sys/mman.h>
 #include "lithe.h"
 
-#define MiB ((size_t)1 << 20)
 
 int main(void) {
   tu_require_lithe();

@@ -10,7 +10,6 @@
 #include <malloc.h>
 #include "lithe.h"
 
-#define MiB ((size_t)1 << 20)
 
 int main(void) {
   tu_require_lithe();

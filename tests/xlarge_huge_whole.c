@@ -15,7 +15,6 @@
  * figure says nothing about lithe. */
 #include "testutil.h"
 
-#define MiB ((size_t)1 << 20)
 #define LIVE 12
 #define OPS 300
 

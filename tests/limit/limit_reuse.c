@@ -15,8 +15,6 @@
 #include <malloc.h>
 #include "lithe.h"
 
-#define KiB ((size_t)1 << 10)
-#define MiB ((size_t)1 << 20)
 
 int main(void) {
   tu_require_lithe();
