@@ -46,12 +46,8 @@ __thread heap_t *lithe_tls_heap __attribute__((tls_model("initial-exec"))) = &li
  * lithe_tls_heap. */
 __thread heap_bins_t lithe_tls_bins __attribute__((tls_model("initial-exec")));
 
-/* heaps_lock and abandoned_lock (LOCK_INIT, internal.h) are held for a few
- * hundred instructions by threads that start or exit together.  With the
- * default kind a waiter always slept: bench-mallocbench thread_churn made
- * 786 context switches (median of 5 runs; 626..1,026), 684 (637..727)
- * with these two adaptive, tcmalloc 571 (555..597). */
-void lock_reinit(pthread_mutex_t *m) { /* a forked child's, as LOCK_INIT */
+/* A forked child's lock made anew as LOCK_INIT makes it (internal.h). */
+void lock_reinit(pthread_mutex_t *m) {
 #ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
   pthread_mutexattr_t a;
   pthread_mutexattr_init(&a);
@@ -63,6 +59,11 @@ void lock_reinit(pthread_mutex_t *m) { /* a forked child's, as LOCK_INIT */
 #endif
 }
 
+/* heaps_lock and abandoned_lock are held for a few hundred instructions
+ * by threads that start or exit together.  With the default kind a
+ * waiter always slept: bench-mallocbench thread_churn made 786 context
+ * switches (median of 5 runs; 626..1,026), 684 (637..727) with these two
+ * adaptive, tcmalloc 571 (555..597). */
 pthread_mutex_t heaps_lock = LOCK_INIT;
 pthread_mutex_t abandoned_lock = LOCK_INIT;
 static heap_t *heap_pool;      /* heaps of exited threads, for reuse   */
