@@ -16,15 +16,14 @@
 #include "testutil.h"
 #include <pthread.h>
 
-#define KIB 1024UL
 
 static volatile int calls;
 
 static void allocate(void) {
-  char *big = malloc(200 * KIB); /* large: takes the page-heap lock */
+  char *big = malloc(200 * KiB); /* large: takes the page-heap lock */
   char *small = malloc(40);
   if (!big || !small) abort();
-  memset(big, 1, 200 * KIB);
+  memset(big, 1, 200 * KiB);
   free(small);
   free(big);
   calls++;
@@ -39,7 +38,7 @@ int main(void) {
     pid_t pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) {
-      char *p = malloc(300 * KIB);
+      char *p = malloc(300 * KiB);
       _exit(p && calls == 2 * (i + 1) ? 0 : 1); /* prepare + child in this process */
     }
     int st;

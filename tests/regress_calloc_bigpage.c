@@ -18,9 +18,7 @@
 #include "testutil.h"
 #include <sys/auxv.h>
 
-#define KIB 1024UL
-#define MIB (1024UL * 1024)
-#define FAKE_PAGE (16 * KIB)
+#define FAKE_PAGE (16 * KiB)
 
 long __sysconf(int name);
 
@@ -44,21 +42,21 @@ int main(void) {
   int nkeep = 0;
   char *q = NULL;
   for (int i = 0; i < 16; i++) {
-    q = malloc(40 * KIB);
+    q = malloc(40 * KiB);
     CHECK(q != NULL);
-    if (((uintptr_t)q & (ps - 1)) == 8 * KIB) break;
+    if (((uintptr_t)q & (ps - 1)) == 8 * KiB) break;
     keep[nkeep++] = q;
     q = NULL;
   }
   CHECKF(q != NULL, "no 40 KiB block 8 KiB past a %zu-byte boundary", ps);
-  memset(q, 0xAA, 40 * KIB);
+  memset(q, 0xAA, 40 * KiB);
   free(q);
   lithe_collect(true);
-  unsigned char *c = calloc(1, 15 * MIB);
+  unsigned char *c = calloc(1, 15 * MiB);
   CHECK(c != NULL);
   size_t nonzero = 0;
   long first = -1;
-  for (size_t i = 0; i < 15 * MIB; i++)
+  for (size_t i = 0; i < 15 * MiB; i++)
     if (c[i]) {
       if (first < 0) first = (long)i;
       nonzero++;

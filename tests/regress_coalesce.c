@@ -12,19 +12,18 @@
 #include "testutil.h"
 #include <malloc.h>
 
-#define KIB 1024UL
 
 static void pattern(void *arg) {
   (void)arg;
-  char *a = malloc(200 * KIB);
+  char *a = malloc(200 * KiB);
   if (!a) _exit(2);
   free(a);
-  char *b = memalign(256 * KIB, 300 * KIB);
+  char *b = memalign(256 * KiB, 300 * KiB);
   if (!b) _exit(2);
   free(b);
-  char *c = malloc(700 * KIB);
+  char *c = malloc(700 * KiB);
   if (!c) _exit(2);
-  memset(c, 7, 700 * KIB);
+  memset(c, 7, 700 * KiB);
   printf("a=%p b=%p c=%p\n", (void *)a, (void *)b, (void *)c);
   fflush(stdout);
   _exit(c == a ? 0 : 1);

@@ -13,8 +13,6 @@
 #include "testutil.h"
 #include <sys/mman.h>
 
-#define KIB 1024UL
-#define MIB (1024UL * 1024)
 #define SENTINEL 12345
 
 static int errno_failures;
@@ -36,7 +34,7 @@ int main(void) {
   const char *delay = getenv("LITHE_PURGE_DELAY_MS");
   printf("LITHE_PURGE_DELAY_MS=%s\n", delay ? delay : "(unset)");
 
-  const size_t n = 200 * KIB;
+  const size_t n = 200 * KiB;
   unsigned char *key = malloc(n);
   void *guard = malloc(n); /* keeps key's run off the arena top */
   CHECK(key != NULL && guard != NULL);
@@ -90,9 +88,9 @@ int main(void) {
   } else {
     free(lm);
   }
-  void *x = malloc(40 * MIB); /* xlarge: a mapping of its own */
+  void *x = malloc(40 * MiB); /* xlarge: a mapping of its own */
   CHECK(x != NULL);
-  memset(x, 3, 1 * MIB);
+  memset(x, 3, 1 * MiB);
   free_keeps_errno(x, "xlarge");
   free(guard);
   CHECKF(errno_failures == 0, "%d free() calls changed errno (see above)", errno_failures);

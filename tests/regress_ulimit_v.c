@@ -17,8 +17,7 @@
 #include "testutil.h"
 #include <malloc.h>
 
-#define KIB 1024UL
-#define LIMIT (16384 * KIB)
+#define LIMIT (16384 * KiB)
 
 static const char *lithe_path;
 
@@ -51,16 +50,16 @@ static int child(void) {
     if (!p[i]) return 2;
     memset(p[i], 1, 16);
   }
-  char *big = malloc(200 * KIB), *zero = calloc(1, 1000 * KIB);
-  if (!big || !zero || tu_nonzero(zero, 1000 * KIB) >= 0) return 3;
-  memset(big, 2, 200 * KIB);
-  big = realloc(big, 600 * KIB);
+  char *big = malloc(200 * KiB), *zero = calloc(1, 1000 * KiB);
+  if (!big || !zero || tu_nonzero(zero, 1000 * KiB) >= 0) return 3;
+  memset(big, 2, 200 * KiB);
+  big = realloc(big, 600 * KiB);
   if (!big) return 4;
   for (int i = 0; i < 2000; i++) free(p[i]);
   free(big);
   free(zero);
   printf("allocated and freed 2000 small blocks, 200 KiB, 600 KiB, calloc 1000 KiB under RLIMIT_AS %lu KiB\n",
-         LIMIT / KIB);
+         LIMIT / KiB);
   return 0;
 }
 
@@ -88,13 +87,13 @@ int main(int argc, char **argv) {
       continue;
     }
     int with = run(progs[i].argv, 1, &c);
-    printf("%-10s: exit %d under RLIMIT_AS = %lu KiB with %s\n", progs[i].name, with, LIMIT / KIB,
+    printf("%-10s: exit %d under RLIMIT_AS = %lu KiB with %s\n", progs[i].name, with, LIMIT / KiB,
            lithe_path);
     if (with != 0) {
       printf("  stdout: %.300s\n  stderr: %.300s\n", c.out, c.err);
       failed++;
     }
   }
-  CHECKF(failed == 0, "%d programs failed under ulimit -v %lu with lithe", failed, LIMIT / KIB);
+  CHECKF(failed == 0, "%d programs failed under ulimit -v %lu with lithe", failed, LIMIT / KiB);
   return 0;
 }

@@ -16,20 +16,19 @@
 #include <malloc.h>
 #include <sys/mman.h>
 
-#define MIB (1024UL * 1024)
 
 static void child(void *arg) {
   (void)arg;
-  tu_limit_data_or_skip(48 * MIB);
+  tu_limit_data_or_skip(48 * MiB);
   errno = 0;
-  char *p = memalign(256 * MIB, 32 * MIB);
+  char *p = memalign(256 * MiB, 32 * MiB);
   int err = errno;
   printf("memalign(256 MiB, 32 MiB) under a 48 MiB data allowance = %p (errno %d)\n", (void *)p,
          p ? 0 : err);
   fflush(stdout);
   if (!p) _exit(5);
-  if ((uintptr_t)p & (256 * MIB - 1)) _exit(6);
-  memset(p, 1, 32 * MIB);
+  if ((uintptr_t)p & (256 * MiB - 1)) _exit(6);
+  memset(p, 1, 32 * MiB);
   free(p);
   _exit(0);
 }

@@ -19,9 +19,8 @@
 #include <malloc.h>
 #include <sys/mman.h>
 
-#define MIB (1024UL * 1024)
-#define OLD (64 * MIB)
-#define NEW (256 * MIB)
+#define OLD (64 * MiB)
+#define NEW (256 * MiB)
 
 static void child(void *arg) {
   (void)arg;

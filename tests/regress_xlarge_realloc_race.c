@@ -13,7 +13,6 @@
 #include "testutil.h"
 #include <pthread.h>
 
-#define MIB (1024UL * 1024)
 
 static double secs = 2.0;
 static volatile int stop;
@@ -22,15 +21,15 @@ static void *grower(void *arg) {
   long n = 0;
   (void)arg;
   while (!stop) {
-    char *p = malloc(17 * MIB);
-    char *big = malloc(17 * MIB); /* neighbour: mremap has to move p */
+    char *p = malloc(17 * MiB);
+    char *big = malloc(17 * MiB); /* neighbour: mremap has to move p */
     if (!p || !big) {
       fprintf(stderr, "malloc(17 MiB) failed: %s\n", strerror(errno));
       exit(3);
     }
     p[0] = 1;
     big[0] = 2;
-    char *q = realloc(p, 40 * MIB);
+    char *q = realloc(p, 40 * MiB);
     if (!q) {
       fprintf(stderr, "realloc(40 MiB) failed: %s\n", strerror(errno));
       exit(3);
@@ -39,7 +38,7 @@ static void *grower(void *arg) {
       fprintf(stderr, "contents lost across realloc\n");
       exit(4);
     }
-    q[40 * MIB - 1] = 3;
+    q[40 * MiB - 1] = 3;
     free(q);
     free(big);
     n++;

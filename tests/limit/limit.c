@@ -27,7 +27,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define MIB ((size_t)1 << 20)
 
 static int hard(long limit_mb) {
   enum { MAX = 1 << 20 };
@@ -36,9 +35,9 @@ static int hard(long limit_mb) {
   size_t nbig = 0, nsmall = 0;
   errno = 0;
   while (nbig < 4096) {
-    void *p = malloc(MIB);
+    void *p = malloc(MiB);
     if (!p) break;
-    memset(p, 1, MIB);
+    memset(p, 1, MiB);
     big[nbig++] = p;
   }
   int e = errno;
@@ -51,20 +50,20 @@ static int hard(long limit_mb) {
     small[nsmall++] = p;
   }
   e = errno;
-  size_t total = nbig * MIB + nsmall * 100;
+  size_t total = nbig * MiB + nsmall * 100;
   long rss = tu_status_kb("VmRSS");
   printf("hard: %zu x 1 MiB + %zu x 100 B = %.1f MiB allocated before ENOMEM (limit %ld MiB), VmRSS %ld kB\n",
-         nbig, nsmall, total / (double)MIB, limit_mb, rss);
+         nbig, nsmall, total / (double)MiB, limit_mb, rss);
   CHECKF(nsmall < MAX && e == ENOMEM, "100 B blocks: %zu allocated, errno %d (want NULL + ENOMEM)", nsmall, e);
-  CHECKF(total <= (size_t)limit_mb * MIB, "allocated %zu bytes, over the limit", total);
-  CHECKF(total >= (size_t)limit_mb * MIB / 2, "allocated only %zu bytes under a %ld MiB limit", total, limit_mb);
+  CHECKF(total <= (size_t)limit_mb * MiB, "allocated %zu bytes, over the limit", total);
+  CHECKF(total >= (size_t)limit_mb * MiB / 2, "allocated only %zu bytes under a %ld MiB limit", total, limit_mb);
   for (size_t i = 0; i < nbig; i += 2) free(big[i]);
   for (size_t i = 0; i < nsmall; i++) free(small[i]);
   size_t again = 0;
   for (size_t i = 0; i < nbig; i += 2, again++) {
-    big[i] = malloc(MIB);
+    big[i] = malloc(MiB);
     CHECKF(big[i] != NULL, "after freeing half, malloc(1 MiB) #%zu failed", again);
-    memset(big[i], 3, MIB);
+    memset(big[i], 3, MiB);
   }
   for (size_t i = 0; i < nbig; i++) free(big[i]);
   void *p = malloc(100);
@@ -178,7 +177,7 @@ static int idle(long limit_mb) {
   static const size_t sizes[] = {200 << 10, 40 << 10};
   enum { MAXB = 4096 };
   static void *cur[MAXB], *pinned[MAXB];
-  size_t npinned = 0, ws = (size_t)limit_mb * MIB / 8 * 7;
+  size_t npinned = 0, ws = (size_t)limit_mb * MiB / 8 * 7;
   long peak = 0;
   for (int phase = 0; phase < 8; phase++) {
     size_t sz = sizes[phase % 2], n = 0;
@@ -200,7 +199,7 @@ static int idle(long limit_mb) {
   }
   lithe_stats_get(&after);
   printf("idle: %ld MiB limit, working set %zu MiB: peak VmRSS %ld kB; small spans %zu before, %zu after\n",
-         limit_mb, ws / MIB, peak, before.spans_small, after.spans_small);
+         limit_mb, ws / MiB, peak, before.spans_small, after.spans_small);
   for (size_t i = 0; i < npinned; i++) free(pinned[i]);
   pthread_mutex_lock(&idle_mu);
   idle_state = 2;
