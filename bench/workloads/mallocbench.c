@@ -6,6 +6,7 @@
  *       [--heap MB] [--no-warmup] [--quick] [--memory-warning]
  *       [--format=gobench] [--peak-per-run] [--settle] [--libc-random]
  *       [--scale F] [--pause-ms MS] [--persistent-consumers] [--rss-sample-ms MS]
+ *       [--churn-faults]
  *
  * Workload objects go through malloc/free (that is what is measured);
  * harness state (thread pool, queues, balloon tables) lives in static memory,
@@ -26,6 +27,7 @@
 
 static int g_quick;          /* --quick */
 static int g_libc_random;    /* --libc-random: use srandom(0)/random() in parallel too */
+static int g_churn_faults;   /* --churn-faults: stress prints each churn's faults */
 static int g_nthreads = 1;   /* threads of this repetition (1 unless --parallel) */
 static int g_ncpu_cfg;       /* ncpu, or --threads */
 
@@ -730,15 +732,23 @@ static void stress_common(int aligned) {
     objs[n++] = stress_new(aligned ? stress_alignment() : 0, size);
   }
   for (long c = 0; c < churns; c++) {
-    size_t ng = 0;
+    size_t ng = 0, bytes = 0;
+    long f0 = g_churn_faults ? bench_minor_faults() : 0;
     for (size_t remaining = churn; remaining; remaining -= remaining < size ? remaining : size) {
       size = sizestream_next(&ss);
       sobj_t o = stress_new(aligned ? stress_alignment() : 0, size);
+      bytes += size;
       size_t idx = (size_t)random() % n;
       CHECK(ng < STRESS_MAX_OBJS, "stress: churn table full");
       gone[ng++] = objs[idx];
       objs[idx] = o;
     }
+    /* the floor for an allocator whose forcing release gave every free
+     * page back: the churn's new objects are written whole, so each of
+     * their pages faults once (printf here: stdout has a static buffer) */
+    if (g_churn_faults)
+      printf("# churn %ld: %zu kB in %zu new objects (%zu pages of 4 KiB), %ld faults writing them\n", c,
+             bytes >> 10, ng, bytes >> 12, bench_minor_faults() - f0);
     for (size_t i = 0; i < ng; i++) stress_free(&gone[i]);
     bench_release();
   }
@@ -1124,7 +1134,7 @@ static void usage(void) {
   fputs("usage: bench-mallocbench --benchmark NAME [--parallel] [--runs N] [--threads N]\n"
         "         [--heap MB] [--no-warmup] [--quick] [--memory-warning] [--format=gobench]\n"
         "         [--peak-per-run] [--settle] [--libc-random] [--scale F] [--pause-ms MS]\n"
-        "         [--persistent-consumers] [--rss-sample-ms MS]\n"
+        "         [--persistent-consumers] [--rss-sample-ms MS] [--churn-faults]\n"
         "workloads:",
         stderr);
   for (size_t i = 0; i < NWORKLOADS; i++) fprintf(stderr, " %s", g_workloads[i].name);
@@ -1161,6 +1171,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--persistent-consumers")) g_persistent_consumers = 1;
     else if ((v = bench_opt(argc, argv, &i, "--rss-sample-ms"))) rss_ms = atol(v);
     else if (!strcmp(a, "--libc-random")) g_libc_random = 1;
+    else if (!strcmp(a, "--churn-faults")) g_churn_faults = 1;
     else if (!strcmp(a, "--help") || !strcmp(a, "-h")) usage();
     else if (a[0] != '-' && !name) name = a;
     else {

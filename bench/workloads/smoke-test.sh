@@ -56,6 +56,7 @@ check "message_one per-call" "^Benchmarkmessage_one 1 " "$mb" --benchmark messag
 check "churn_memory_warning" "^# scavenge: " "$mb" --benchmark churn --quick --runs 1 --memory-warning --format=gobench
 check "churn heap text" "^Memory at End:	[0-9]+kB\$" "$mb" --benchmark churn --quick --runs 1 --heap 2
 check "tree_churn scale" "^# note: --scale 0.01" "$mb" --benchmark tree_churn --scale 0.01 --runs 1
+check "stress churn faults" "^# churn 0: [0-9]+ kB in [0-9]+ new objects \([0-9]+ pages of 4 KiB\), [0-9]+ faults writing them\$" "$mb" --benchmark stress --quick --runs 1 --churn-faults
 check "churn runs 0" "^Benchmarkchurn 1 [0-9]+ peak-kB [0-9]+ end-kB [0-9]+ unassisted-end-kB\$" "$mb" --benchmark churn --quick --runs 0 --format=gobench
 check "message_one --parallel" "^# skip:" "$mb" --benchmark message_one --parallel --quick
 check "startup" "^Benchmarkstartup-8 1 [0-9]+ (cycles|ns) $num ns/op\$" "$BUILD/bench-startup" --threads 8 --format=gobench
