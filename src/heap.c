@@ -247,22 +247,28 @@ static void span_free_remote(span_t *s, block_t *b);
  *    here (and the memory limit's pressure, which bumps the epoch), so
  *    its bins decay too. */
 static NOINLINE void bin_spill_other(heap_t *h, span_t *s, block_t *b);
+static NOINLINE void heap_bins_teardown(heap_t *h);
 void heap_bin_spill(heap_t *h, span_t *s, block_t *b) {
   /* the owner's block into its full bin first: in a wave of frees longer
    * than the bin (tree_allocate's rounds of 65,535 nodes, fragment's
    * 131,072 objects) most frees come here.  Its span is s (in hand), and
    * the owner being h proves h a thread's heap (no span is the empty
-   * heap's).  Written out here, with the epoch test of heap_decay, it is
-   * 21 instructions from the entry to the return; through the test of the
-   * empty heap and a second function (which saved a register) it was 33:
-   * callgrind, bench-mallocbench tree_allocate --runs 1 --no-warmup,
+   * heap's).  Written out here, with the epoch test of heap_decay, it was
+   * 21 instructions from the entry to the return (29 with the tear-down
+   * count, below); through the test of the empty heap and a second
+   * function (which saved a register) it was 33: callgrind, bench-mallocbench tree_allocate --runs 1 --no-warmup,
    * 2,847,349 spills a run, 100.6 M instructions in heap_bin_spill and
    * bin_spill_heap. */
   unsigned c = s->bin_cls;
   if (likely(c != 0 && atomic_load_explicit(&s->owner, memory_order_relaxed) == h)) {
     h->bins->bin_room[c]++; /* the decrement undone: the bin stays full */
     h->bin_spilled[s->cls]++;
+    h->spill_left -= s->block_size; /* read before the push may free s */
     span_push(h, s, b);
+    if (unlikely(h->spill_left < 0)) { /* a tear-down (internal.h) */
+      heap_bins_teardown(h);
+      return;
+    }
     if (unlikely(atomic_load_explicit(&pages_epoch, memory_order_relaxed) != h->epoch)) heap_decay(h);
     return;
   }
@@ -384,6 +390,14 @@ static void heap_bins_restart_but(heap_t *h, unsigned keep) {
   heap_bins_flush_but(h, keep);
 }
 
+/* Frees pushed BIN_TEARDOWN_BYTES past full bins since the last refill
+ * (heap_bin_spill): out of line, so that the spill stays a tail call
+ * (with the call inline, GCC set up a frame on every spill). */
+static NOINLINE void heap_bins_teardown(heap_t *h) {
+  h->spill_left = (intptr_t)BIN_TEARDOWN_BYTES;
+  heap_bins_restart_but(h, 0);
+}
+
 /* The blocks in heap h's lists of class c, from its rooms (another
  * thread's: a snapshot, read without ordering, as the span counts are). */
 static int64_t bins_held(heap_t *h, const int32_t room[HEAP_NBINS], unsigned c) {
@@ -463,6 +477,7 @@ static uint32_t bin_grow(heap_t *h, unsigned cls) {
       heap_bins_restart_but(h, cls);
   }
   h->bin_spilled[cls] = 0;
+  h->spill_left = (intptr_t)BIN_TEARDOWN_BYTES; /* a refill: not a tear-down */
   h->bin_cap[cls] = cap;
   lt_assert_cmp(bins_cap_bytes(h, 0), <=, BIN_HEAP_BYTES + bins_first_bytes());
   h->bins->bin_room[cls] += (int32_t)(cap - old);

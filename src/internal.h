@@ -200,6 +200,21 @@ void lock_reinit(pthread_mutex_t *m) INTERNAL;
 #define BIN_HEAP_BYTES ((size_t)8 * MiB)
 #endif
 _Static_assert(BIN_HEAP_BYTES >= 2 * BIN_MAX_BYTES, "one class grows to BIN_MAX_BYTES beside another's");
+/* A heap whose frees pushed this much past its full bins with no refill
+ * in between is tearing its data down: its bins go back to their spans
+ * and their first capacities (heap.c, heap_bin_spill), so that what they
+ * hold when the thread stops calling is small; a bin grown for waves of
+ * frees grows back at its next refill (bin_spilled stays).  A thread's
+ * bins are out of the purge thread's reach: before, bench-mallocbench big
+ * (8-128 KiB blocks, 1 GiB allocated, then freed) ended its pause with
+ * 13,232 kB resident, the bins' 8 MiB and the spans they held, and medium
+ * (1-8 KiB) with 9,156 kB; now 4,276 and 3,160 (glibc 2,288 and
+ * 16.3 MB), fragment_iterate 17,192 -> 644 kB (its peak +4 %).  The
+ * bins' whole budget: a wave of frees that the bins may grow to
+ * (BIN_HEAP_BYTES) never pushes that much past them between two refills,
+ * so the waves of tree_allocate, fragment and list_allocate keep their
+ * bins (docs/design.md, "Purging"). */
+#define BIN_TEARDOWN_BYTES BIN_HEAP_BYTES
 
 /* Most bytes one request may ask for: beyond this no mapping can succeed on
  * a 47-bit user address space, so we fail fast with ENOMEM. */
@@ -521,6 +536,10 @@ typedef struct heap_s {
   uint32_t bin_cap[NCLASSES];         /* capacity (0: not set yet)       */
   uint32_t bin_spilled[NCLASSES];     /* frees that found it full since
                                          the last refill (heap.c, bin_grow) */
+  intptr_t spill_left;                /* bytes more such frees, all classes,
+                                         before the bins restart (heap.c,
+                                         heap_bin_spill; 0 in a new heap:
+                                         its first spill sets it) */
   span_t *current[NCLASSES];          /* the bin refills from current[cls] */
   span_list_t avail[NCLASSES];        /* spans with free room, current first */
   span_list_t full;                   /* spans with no room left         */

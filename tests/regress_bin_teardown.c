@@ -1,0 +1,55 @@
+/* regress_bin_teardown — a thread that frees more than its bins may hold,
+ * with no malloc between, leaves its bins small when it stops.
+ *
+ * Two rounds each allocate 4,000 blocks of 16 KiB (62.5 MiB: a program's
+ * data), write them and free them all, then the thread calls nothing
+ * more.  The second round's frees fill the 16 KiB bin, grown by the first
+ * round's spills to its largest (4 MiB: 256 blocks), and the rest go past
+ * it to the spans.  A thread's bins are out of the purge thread's reach,
+ * so what they hold then stays resident while the thread is quiet: before,
+ * 256 blocks, each holding its span (64 KiB, 4 blocks): 64 spans, 4 MiB;
+ * bench-mallocbench big ended its pause with 13,232 kB resident against
+ * glibc's 2,288.  Now frees that pushed BIN_TEARDOWN_BYTES (8 MiB) past
+ * full bins since the last refill send the bins back to their spans and
+ * first capacities (heap.c, heap_bin_spill): 7 spans stay (at most 16
+ * checked: those of the first capacity, the current one and the heap's
+ * cache of empty spans).  Needs lithe. */
+#include "testutil.h"
+
+#define N 4000
+#define SIZE (16 * KiB)
+
+static void *a[N];
+
+static long spans16k(void) {
+  char line[1024];
+  if (!tu_json_class_line(tu_stats_json(), SIZE, line, sizeof line)) return 0;
+  long v = tu_json_field(line, "spans");
+  CHECKF(v >= 0, "no \"spans\" in the 16 KiB class line: %s", line);
+  return v;
+}
+
+static void round16k(void) {
+  for (int i = 0; i < N; i++) {
+    a[i] = malloc(SIZE);
+    CHECK(a[i] != NULL);
+    memset(a[i], i & 0xff, SIZE);
+  }
+  for (int i = 0; i < N; i++) {
+    CHECK(((unsigned char *)a[i])[SIZE - 1] == (i & 0xff));
+    free(a[i]);
+  }
+}
+
+int main(void) {
+  tu_require_lithe();
+  round16k();
+  long first = spans16k();
+  round16k();
+  long second = spans16k();
+  printf("16 KiB spans after a round of %d blocks: %ld after the first, %ld after the second\n", N,
+         first, second);
+  CHECKF(first <= 16, "16 KiB spans after the first round: %ld (the bins kept a tear-down's blocks)", first);
+  CHECKF(second <= 16, "16 KiB spans after the second round: %ld (the bins kept a tear-down's blocks)", second);
+  return 0;
+}
