@@ -256,9 +256,9 @@ void heap_bin_spill(heap_t *h, span_t *s, block_t *b) {
    * heap's).  Written out here, with the epoch test of heap_decay, it was
    * 21 instructions from the entry to the return (29 with the tear-down
    * count, below); through the test of the empty heap and a second
-   * function (which saved a register) it was 33: callgrind, bench-mallocbench tree_allocate --runs 1 --no-warmup,
-   * 2,847,349 spills a run, 100.6 M instructions in heap_bin_spill and
-   * bin_spill_heap. */
+   * function (which saved a register) it was 33: callgrind,
+   * bench-mallocbench tree_allocate --runs 1 --no-warmup, 2,847,349 spills
+   * a run, 100.6 M instructions in heap_bin_spill and bin_spill_heap. */
   unsigned c = s->bin_cls;
   if (likely(c != 0 && atomic_load_explicit(&s->owner, memory_order_relaxed) == h)) {
     h->bins->bin_room[c]++; /* the decrement undone: the bin stays full */

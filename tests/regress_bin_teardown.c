@@ -11,9 +11,8 @@
  * bench-mallocbench big ended its pause with 13,232 kB resident against
  * glibc's 2,288.  Now frees that pushed BIN_TEARDOWN_BYTES (8 MiB) past
  * full bins since the last refill send the bins back to their spans and
- * first capacities (heap.c, heap_bin_spill): 7 spans stay (at most 16
- * checked: those of the first capacity, the current one and the heap's
- * cache of empty spans).  Needs lithe. */
+ * first capacities (heap.c, heap_bin_spill): 7 spans stay after either
+ * round (at most 16 checked).  Needs lithe. */
 #include "testutil.h"
 
 #define N 4000
