@@ -20,16 +20,6 @@
 #define N64 40000
 #define N128 20000
 
-/* field key of the class line of size `size` in a fresh snapshot; 0 if
- * the class has no line */
-static long class_field(unsigned size, const char *key) {
-  char line[1024];
-  if (!tu_json_class_line(tu_stats_json(), size, line, sizeof line)) return 0;
-  long v = tu_json_field(line, key);
-  CHECKF(v >= 0, "no \"%s\" in the %u-byte class line: %s", key, size, line);
-  return v;
-}
-
 static void *a[N64], *b[N128];
 
 static void round64(void) {
@@ -44,7 +34,7 @@ static void round64(void) {
 int main(void) {
   tu_require_lithe();
   for (int r = 0; r < 10; r++) round64();
-  long grown = class_field(64, "spans");
+  long grown = tu_class_field(64, "spans");
   /* the bin holds the 40,000 freed blocks: their spans stay */
   CHECKF(grown >= 20, "64 B spans after 10 rounds: %ld (the bin did not grow?)", grown);
   for (int i = 0; i < N128; i++) {
@@ -52,9 +42,9 @@ int main(void) {
     CHECK(b[i] != NULL);
     memset(b[i], 0x5a, 128);
   }
-  long flushed = class_field(64, "spans");
+  long flushed = tu_class_field(64, "spans");
   round64();
-  long again = class_field(64, "spans");
+  long again = tu_class_field(64, "spans");
   printf("64 B spans: %ld with the grown bin full, %ld after the 128 B blocks took spans "
          "(bins flushed), %ld after one more round of 40,000\n",
          grown, flushed, again);

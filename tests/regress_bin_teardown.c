@@ -20,32 +20,12 @@
 
 static void *a[N];
 
-static long spans16k(void) {
-  char line[1024];
-  if (!tu_json_class_line(tu_stats_json(), SIZE, line, sizeof line)) return 0;
-  long v = tu_json_field(line, "spans");
-  CHECKF(v >= 0, "no \"spans\" in the 16 KiB class line: %s", line);
-  return v;
-}
-
-static void round16k(void) {
-  for (int i = 0; i < N; i++) {
-    a[i] = malloc(SIZE);
-    CHECK(a[i] != NULL);
-    memset(a[i], i & 0xff, SIZE);
-  }
-  for (int i = 0; i < N; i++) {
-    CHECK(((unsigned char *)a[i])[SIZE - 1] == (i & 0xff));
-    free(a[i]);
-  }
-}
-
 int main(void) {
   tu_require_lithe();
-  round16k();
-  long first = spans16k();
-  round16k();
-  long second = spans16k();
+  tu_wave(a, N, SIZE);
+  long first = tu_class_field(SIZE, "spans");
+  tu_wave(a, N, SIZE);
+  long second = tu_class_field(SIZE, "spans");
   printf("16 KiB spans after a round of %d blocks: %ld after the first, %ld after the second\n", N,
          first, second);
   CHECKF(first <= 16, "16 KiB spans after the first round: %ld (the bins kept a tear-down's blocks)", first);

@@ -19,32 +19,12 @@
 
 static void *a[N];
 
-static long spans64(void) {
-  char line[1024];
-  if (!tu_json_class_line(tu_stats_json(), 64, line, sizeof line)) return 0;
-  long v = tu_json_field(line, "spans");
-  CHECKF(v >= 0, "no \"spans\" in the 64-byte class line: %s", line);
-  return v;
-}
-
-static void round64(void) {
-  for (int i = 0; i < N; i++) {
-    a[i] = malloc(64);
-    CHECK(a[i] != NULL);
-    memset(a[i], i & 0xff, 64);
-  }
-  for (int i = 0; i < N; i++) {
-    CHECK(((unsigned char *)a[i])[63] == (i & 0xff));
-    free(a[i]);
-  }
-}
-
 int main(void) {
   tu_require_lithe();
-  round64();
-  long first = spans64();
-  round64();
-  long second = spans64();
+  tu_wave(a, N, 64);
+  long first = tu_class_field(64, "spans");
+  tu_wave(a, N, 64);
+  long second = tu_class_field(64, "spans");
   printf("64 B spans after a round of %d blocks: %ld after the first, %ld after the second\n", N, first,
          second);
   /* the first round's frees past the bin's 256 blocks emptied their spans */

@@ -17,32 +17,12 @@
 
 static void *a[N];
 
-static long spans32(void) {
-  char line[1024];
-  if (!tu_json_class_line(tu_stats_json(), 32, line, sizeof line)) return 0;
-  long v = tu_json_field(line, "spans");
-  CHECKF(v >= 0, "no \"spans\" in the 32-byte class line: %s", line);
-  return v;
-}
-
-static void round32(void) {
-  for (int i = 0; i < N; i++) {
-    a[i] = malloc(32);
-    CHECK(a[i] != NULL);
-    memset(a[i], i & 0xff, 32);
-  }
-  for (int i = 0; i < N; i++) {
-    CHECK(((unsigned char *)a[i])[31] == (i & 0xff));
-    free(a[i]);
-  }
-}
-
 int main(void) {
   tu_require_lithe();
-  round32();
-  long first = spans32();
-  round32();
-  long second = spans32();
+  tu_wave(a, N, 32);
+  long first = tu_class_field(32, "spans");
+  tu_wave(a, N, 32);
+  long second = tu_class_field(32, "spans");
   printf("32 B spans after a round of %d blocks: %ld after the first, %ld after the second\n", N, first,
          second);
   /* the first round's frees past the bin's 512 blocks emptied their spans */

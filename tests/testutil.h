@@ -514,6 +514,16 @@ static inline int tu_json_class_line(const char *json, unsigned size, char *line
   line[n] = 0;
   return 1;
 }
+
+/* Field key of the class line of block size `size` in a fresh snapshot
+ * (a line without it fails the test); 0 if the class has no line. */
+static inline long tu_class_field(unsigned size, const char *key) {
+  char line[1024];
+  if (!tu_json_class_line(tu_stats_json(), size, line, sizeof line)) return 0;
+  long v = tu_json_field(line, key);
+  CHECKF(v >= 0, "no \"%s\" in the %u-byte class line: %s", key, size, line);
+  return v;
+}
 #endif
 
 /* ---- is lithe the allocator? ------------------------------------------- */
@@ -521,6 +531,21 @@ static inline int tu_json_class_line(const char *json, unsigned size, char *line
 /* Writes one byte in every 4 KiB page of [p, p+n): each page faulted in. */
 static inline void tu_touch_pages(char *p, size_t n) {
   for (size_t i = 0; i < n; i += 4096) p[i] = 1;
+}
+
+/* A wave: n blocks of `size` bytes allocated into a[], each filled with
+ * its index's low byte, then its last byte checked and all freed in
+ * allocation order. */
+static inline void tu_wave(void **a, int n, size_t size) {
+  for (int i = 0; i < n; i++) {
+    a[i] = malloc(size);
+    CHECK(a[i] != NULL);
+    memset(a[i], i & 0xff, size);
+  }
+  for (int i = 0; i < n; i++) {
+    CHECK(((unsigned char *)a[i])[size - 1] == (i & 0xff));
+    free(a[i]);
+  }
 }
 
 /* Fails unless environment variable `name` is `want` (set by the test's
