@@ -392,9 +392,12 @@ static void heap_bins_restart_but(heap_t *h, unsigned keep) {
 
 /* Frees pushed BIN_TEARDOWN_BYTES past full bins since the last refill
  * (heap_bin_spill): out of line, so that the spill stays a tail call
- * (with the call inline, GCC set up a frame on every spill). */
+ * (with the call inline, GCC set up a frame on every spill).  The bins
+ * emptied here count as heap_decay's flush for the purge passes run so
+ * far, so the next spill does not empty them again for those. */
 static NOINLINE void heap_bins_teardown(heap_t *h) {
   h->spill_left = (intptr_t)BIN_TEARDOWN_BYTES;
+  h->epoch = atomic_load_explicit(&pages_epoch, memory_order_relaxed);
   heap_bins_restart_but(h, 0);
 }
 
