@@ -1,11 +1,11 @@
 /* sizeclass_table: a white-box proof of the small size-class table, linked
  * with liblithe.a so it calls lithe's own internal functions.
  *
- *  1. every size 1..SMALL_MAX maps (size_class(), the table lookup up to
- *     LUT_MAX and the count-leading-zeros formula above; and the fast
- *     path's class_lut[n] up to FINE_MAX, class_lut[lut_index(n)] above)
- *     to the smallest class that holds it,
- *     and malloc(n) really hands out a block of that class's size;
+ *  1. every size 1..SMALL_MAX maps to the smallest class that holds it
+ *     through both parts of class_lut that malloc_inline indexes:
+ *     size_class() (class_lut[lut_index(n)], the 16-byte steps, its
+ *     index above FINE_MAX) and class_lut[n] (up to FINE_MAX), and
+ *     malloc(n) really hands out a block of that class's size;
  *  2. the division magic span_init_small sets is exact: for every class and
  *     both its span sizes (first span, later spans), small_block_start(s,
  *     off) is true exactly at the multiples of the block size, for every
@@ -42,13 +42,9 @@ static void check_mapping(void) {
            "size %zu -> class %u (%u B), but class %u (%u B) fits", n, c, class_size[c], c - 1,
            class_size[c - 1]);
     CHECKF(c >= prev, "size %zu -> class %u after class %u: not monotonic", n, c, prev);
-    if (n <= FINE_MAX) { /* what malloc_inline indexes */
+    if (n <= FINE_MAX) { /* the part by the size (c came from the other) */
       unsigned f = class_lut[n];
       CHECKF(f == c, "size %zu: fast-path table (by size) says class %u, size_class %u", n, f, c);
-    }
-    if (n <= LUT_MAX) {
-      unsigned f = class_lut[LUT_COARSE + ((n + 15) >> 4)];
-      CHECKF(f == c, "size %zu: fast-path table (16-byte steps) says class %u, size_class %u", n, f, c);
     }
     prev = c;
   }
