@@ -284,35 +284,48 @@ uint64_t lcache_due(uint64_t now) {
                                         call to move, a slot); the model
                                         above, 16 ranges biggest first:
                                         1 MiB 18.9k faults, 256 KiB 24.6k */
-/* Huge pages, with LITHE_HUGEPAGES=1 (off by default: on the virtual
+/* The 2 MiB layout (always) and huge pages (LITHE_HUGEPAGES=1).
+ *
+ * mremap moves a page-table page whole (one PMD entry) only where source
+ * and destination both lie on 2 MiB boundaries; anywhere else it copies
+ * the 4 KiB entries one by one.  On the virtual machines lithe was
+ * measured on (2026-12-05) the first write to each page moved entry by
+ * entry then cost ~6 us (no guest fault is counted: the hypervisor
+ * rebuilds its own tables), as much as half a fresh page: 14 MiB moved
+ * at another 2 MiB phase, memset 20-22 ms, at the same phase 0.6-1.0 ms
+ * (a scratch mmap/mremap/memset model, two runs).  So the cache keeps its
+ * memory in whole 2 MiB units where it can: a fresh xlarge mapping of
+ * 2 MiB or more starts on a 2 MiB boundary (not under an address-space
+ * limit, where the over-map that aligns it counts), ranges are cut at
+ * 2 MiB multiples from their (aligned) start, a freed piece's odd tail
+ * (its length past the last 2 MiB multiple) becomes a range of its own,
+ * and a block made of several ranges puts the odd ones first, placed so
+ * that they end on a 2 MiB boundary, so the ranges of whole 2 MiB units
+ * after them move with their page-table pages whole and its fresh rest
+ * starts on a boundary too.  bench-bigchurn --ops 200 on that machine:
+ * 14.4 ms an op with the layout only under LITHE_HUGEPAGES=1, 2.2 ms with
+ * it always (docs/design.md, "The 2 MiB layout, always").
+ *
+ * Huge pages, with LITHE_HUGEPAGES=1 (off by default: on the virtual
  * machines lithe is measured on, a fresh huge page is often backed by the
  * host only at its first touch, and bench-bigchurn's first touch of its
  * 16 blocks took 142-2,087 ms of CPU against 257-449 on 4 KiB pages, six
- * runs each; docs/design.md, "Huge pages kept whole").  A fresh xlarge
- * mapping from malloc (not calloc) of 2 MiB
- * or more starts on a 2 MiB boundary and is advised MADV_HUGEPAGE, and the
- * cache keeps its memory in whole huge pages where it can: ranges are cut
- * at 2 MiB multiples from their (aligned) start, a freed piece's odd tail
- * (its length past the last 2 MiB multiple) becomes a range of its own,
- * and a block made of several ranges puts the odd ones first, placed so
- * that they end on a 2 MiB boundary, so the ranges of whole huge pages
- * after them move with their page table entries whole (mremap splits a
- * huge page moved to another 2 MiB phase into 4 KiB entries) and its
- * fresh rest starts on a boundary too.  What it buys
- * is the program's own writes to reused memory: 400 memsets of 1-32 MiB
- * over memory faulted in once (a scratch model, no allocator, medians of
- * 8 runs) took 265 ms on huge pages against 355 on 4 KiB ones; and a huge
- * page is one fault, not 512.  bench-bigchurn: docs/design.md,
- * "Thresholds".  What it costs: a fresh huge page is backed whole at its
- * first touch, so a block written only in its first 300 KiB holds 2 MiB
- * (20 such blocks of 10.3 MiB: RssAnon 6.2 MB on 4 KiB pages, 41.2 MB so);
- * calloc's blocks, often big sparse tables, are left on 4 KiB pages, and
- * a block's last partial 2 MiB (past the last whole huge page of its
- * mapping) is never a huge page. */
-#define XHUGE_SIZE ((size_t)2 * MiB)
-/* 2 MiB with LITHE_HUGEPAGES=1, else 0: none of the above */
-#define XHUGE (lithe_opt.hugepages ? XHUGE_SIZE : (size_t)0)
-static inline size_t xhuge_up(size_t n) { return XHUGE ? align_up(n, XHUGE_SIZE) : n; }
+ * runs each; docs/design.md, "Huge pages kept whole"): a fresh xlarge
+ * mapping from malloc (not calloc) of 2 MiB or more is also advised
+ * MADV_HUGEPAGE, and the layout above keeps its huge pages whole (mremap
+ * splits a huge page moved to another 2 MiB phase into 4 KiB entries).
+ * What it buys is the program's own writes to reused memory: 400 memsets
+ * of 1-32 MiB over memory faulted in once (a scratch model, no allocator,
+ * medians of 8 runs) took 265 ms on huge pages against 355 on 4 KiB ones;
+ * and a huge page is one fault, not 512.  What it costs: a fresh huge
+ * page is backed whole at its first touch, so a block written only in its
+ * first 300 KiB holds 2 MiB (20 such blocks of 10.3 MiB: RssAnon 6.2 MB
+ * on 4 KiB pages, 41.2 MB so); calloc's blocks, often big sparse tables,
+ * are left on 4 KiB pages, and a block's last partial 2 MiB (past the
+ * last whole huge page of its mapping) is never a huge page. */
+#define XPHASE ((size_t)2 * MiB)
+_Static_assert((XPHASE & (XPHASE - 1)) == 0 && XPHASE % PAGE_SIZE == 0, "a power of two, whole lithe pages");
+static inline size_t xphase_up(size_t n) { return align_up(n, XPHASE); }
 static span_list_t xcache;
 /* Written under pages_lock; xcache_take peeks at it without the lock (a
  * stale 0 only maps afresh), so it is atomic, read and written relaxed. */
@@ -445,7 +458,7 @@ static bool xcache_put(span_t *s) {
      * serve the same size again with no system call (xcache_take_adjacent;
      * given back, each second request of a size moved the block to grow
      * it: stress_aligned's sweep, 4 MiB + 8 KiB 22 times) */
-    if (r->map_bytes < XPIECE_MIN && !(r != s && !next && r->map_bytes < XHUGE)) {
+    if (r->map_bytes < XPIECE_MIN && !(r != s && !next && r->map_bytes < XPHASE)) {
       r->next = small;
       small = r;
       continue;
@@ -453,9 +466,9 @@ static bool xcache_put(span_t *s) {
     /* an odd tail is a range of its own, so the whole huge pages before
      * it can go anywhere aligned (one under XPIECE_MIN is given back when
      * it comes back from its next block) */
-    size_t odd = XHUGE ? r->map_bytes & (XHUGE - 1) : 0;
+    size_t odd = r->map_bytes & (XPHASE - 1);
     span_t *t;
-    if (odd && r->map_bytes > XHUGE && !((uintptr_t)r->map_base & (XHUGE - 1)) &&
+    if (odd && r->map_bytes > XPHASE && !((uintptr_t)r->map_base & (XPHASE - 1)) &&
         (t = span_desc_alloc())) {
       t->kind = SPAN_XLARGE;
       t->map_base = r->map_base + r->map_bytes - odd;
@@ -495,7 +508,7 @@ static span_t *xassemble(span_t **pick, unsigned k, size_t total, size_t shift, 
      * one misaligned).  Under an address-space limit the reservation
      * would count the block twice (api_cxx's new_handler child failed so):
      * there mremap places it, and a place off a lithe page is given up. */
-    size_t at = XHUGE && total >= XHUGE ? XHUGE : PAGE_SIZE;
+    size_t at = total >= XPHASE ? XPHASE : PAGE_SIZE;
     char *dest = os_address_limit() == SIZE_MAX ? os_reserve(total + shift, at) : NULL;
     if (dest && shift) {
       os_release(dest, shift);
@@ -595,7 +608,7 @@ static span_t *xcache_take_adjacent(size_t bytes) {
     }
   }
   /* (the block keeps whole huge pages: it may hold up to the next 2 MiB) */
-  if (!best_k || (best_len > xhuge_up(bytes) && best_len - xhuge_up(bytes) >= XPIECE_MIN)) return NULL;
+  if (!best_k || (best_len > xphase_up(bytes) && best_len - xphase_up(bytes) >= XPIECE_MIN)) return NULL;
   span_t *h = by_addr[best], **link = &h->map_next;
   for (unsigned i = best; i < best + best_k; i++) {
     span_t *p = by_addr[i];
@@ -624,7 +637,7 @@ static span_t *xcache_take(size_t bytes, size_t *dirty) {
   if (best) {
     xcache_del_locked(best);
     span_t *rest;
-    size_t cut = xhuge_up(bytes);
+    size_t cut = xphase_up(bytes);
     if (best->map_bytes > cut && best->map_bytes - cut >= XPIECE_MIN && (rest = span_desc_alloc())) {
       rest->kind = SPAN_XLARGE;
       rest->map_base = best->map_base + cut;
@@ -664,7 +677,7 @@ static span_t *xcache_take(size_t bytes, size_t *dirty) {
     if (!big) break;
     xcache_del_locked(big);
     span_t *front;
-    size_t cut = xhuge_up(need);
+    size_t cut = xphase_up(need);
     if (big->map_bytes > cut && big->map_bytes - cut >= XPIECE_MIN &&
         (front = span_desc_alloc())) {
       front->kind = SPAN_XLARGE;
@@ -685,11 +698,11 @@ static span_t *xcache_take(size_t bytes, size_t *dirty) {
    * 2 MiB boundary: the ranges of whole huge pages after them and the
    * fresh rest then start on one, and mremap moves their huge pages whole */
   size_t shift = 0;
-  if (XHUGE) {
+  {
     span_t *even[XPIECES_MAX];
     unsigned e = 0, o = 0;
     for (unsigned i = 0; i < k; i++) {
-      if (pick[i]->map_bytes & (XHUGE - 1)) {
+      if (pick[i]->map_bytes & (XPHASE - 1)) {
         shift += pick[i]->map_bytes;
         pick[o++] = pick[i];
       } else {
@@ -697,7 +710,7 @@ static span_t *xcache_take(size_t bytes, size_t *dirty) {
       }
     }
     for (unsigned i = 0; i < e; i++) pick[o + i] = even[i];
-    shift = (XHUGE - (shift & (XHUGE - 1))) & (XHUGE - 1);
+    shift = (XPHASE - (shift & (XPHASE - 1))) & (XPHASE - 1);
   }
   span_t *others = got < bytes ? xcache_trim_locked(0, true) : NULL;
   pthread_mutex_unlock(&pages_lock);
@@ -745,8 +758,8 @@ static void *xlarge_alloc(size_t size, size_t align, bool zero) {
   }
   if (align < PAGE_SIZE) align = PAGE_SIZE; /* fresh mappings read as zero */
   if (unlikely(limit_pressure_at) && !limit_allow_map(align_up(size, PAGE_SIZE))) return NULL;
-  bool huge = XHUGE && !zero && align <= XHUGE && size >= XHUGE;
-  char *p = os_map(align_up(size, PAGE_SIZE), huge ? XHUGE : align, &mapped, &base);
+  bool phase = align <= XPHASE && size >= XPHASE && os_address_limit() == SIZE_MAX;
+  char *p = os_map(align_up(size, PAGE_SIZE), phase ? XPHASE : align, &mapped, &base);
   if (!p && atomic_load_explicit(&xcache_n, memory_order_relaxed)) {
     /* the cache holds address space too: under ulimit -v it may be what
      * is missing (regress_ulimit_v saw python3 fail to start under 16 MiB
@@ -754,10 +767,10 @@ static void *xlarge_alloc(size_t size, size_t align, bool zero) {
     pthread_mutex_lock(&pages_lock);
     xcache_expire(0, true);
     pthread_mutex_unlock(&pages_lock);
-    p = os_map(align_up(size, PAGE_SIZE), huge ? XHUGE : align, &mapped, &base);
+    p = os_map(align_up(size, PAGE_SIZE), phase ? XPHASE : align, &mapped, &base);
   }
   if (!p) return NULL;
-  if (huge) os_hugepage(p, mapped);
+  if (phase && !zero && lithe_opt.hugepages) os_hugepage(p, mapped);
   span_t *s = span_desc_alloc();
   if (!s || !pagemap_ensure(p, PAGE_SIZE)) {
     if (s) span_desc_free(s);
