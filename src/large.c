@@ -326,6 +326,22 @@ uint64_t lcache_due(uint64_t now) {
 #define XPHASE ((size_t)2 * MiB)
 _Static_assert((XPHASE & (XPHASE - 1)) == 0 && XPHASE % PAGE_SIZE == 0, "a power of two, whole lithe pages");
 static inline size_t xphase_up(size_t n) { return align_up(n, XPHASE); }
+
+/* A reservation of `bytes` that starts `shift` bytes past a 2 MiB
+ * boundary (a lithe page multiple), so that what mremap moves there from
+ * that phase keeps its page-table pages whole.  Lithe-page aligned only
+ * under 2 MiB (no whole page-table page to keep) and under an
+ * address-space limit (the over-map that aligns it would count). */
+static char *xphase_reserve(size_t bytes, size_t shift) {
+  lt_assert_v(shift % PAGE_SIZE == 0 && shift < XPHASE, shift);
+  if (bytes < XPHASE || os_address_limit() != SIZE_MAX) return os_reserve(bytes, PAGE_SIZE);
+  char *dest = os_reserve(bytes + shift, XPHASE);
+  if (dest && shift) {
+    os_release(dest, shift);
+    dest += shift;
+  }
+  return dest;
+}
 static span_list_t xcache;
 /* Written under pages_lock; xcache_take peeks at it without the lock (a
  * stale 0 only maps afresh), so it is atomic, read and written relaxed. */
@@ -508,12 +524,7 @@ static span_t *xassemble(span_t **pick, unsigned k, size_t total, size_t shift, 
      * one misaligned).  Under an address-space limit the reservation
      * would count the block twice (api_cxx's new_handler child failed so):
      * there mremap places it, and a place off a lithe page is given up. */
-    size_t at = total >= XPHASE ? XPHASE : PAGE_SIZE;
-    char *dest = os_address_limit() == SIZE_MAX ? os_reserve(total + shift, at) : NULL;
-    if (dest && shift) {
-      os_release(dest, shift);
-      dest += shift;
-    }
+    char *dest = os_address_limit() == SIZE_MAX ? xphase_reserve(total, shift) : NULL;
     if (dest) {
       q = os_move(h->map_base, got, total, dest);
     } else {
@@ -895,6 +906,14 @@ void *large_realloc(span_t *s, size_t size) {
     s->bytes = bytes;
     return s->start;
   }
+  /* Growing while the cache holds the whole new size: the caller copies
+   * the block into cached memory (malloc, copy, free) instead of growing
+   * it by fresh pages: a copy costs a fraction of a nanosecond a byte, a
+   * fresh page ~3-4 ns a byte here (a realloc ladder of 1 -> 64 MiB, in
+   * docs/design.md, "The 2 MiB layout, always").  The old block goes to
+   * the cache, so resident memory does not grow. */
+  if (bytes > s->map_bytes && atomic_load_explicit(&stat_xlarge_cached_bytes, memory_order_relaxed) >= bytes)
+    return NULL;
   char *q = os_resize(s->map_base, s->map_bytes, bytes);
   /* valgrind build: no move by mremap (memcheck would keep the block at
    * its old address); the caller copies it to a new block instead */
@@ -903,7 +922,7 @@ void *large_realloc(span_t *s, size_t size) {
     /* Move: reserve the destination and make its pagemap entry writable
      * first, so that once mremap has moved the block nothing can fail
      * (the old block must stay intact when NULL is returned). */
-    char *dest = os_reserve(bytes, PAGE_SIZE);
+    char *dest = xphase_reserve(bytes, (uintptr_t)s->map_base & (XPHASE - 1));
     if (!dest) return NULL;
     if (!pagemap_ensure(dest, PAGE_SIZE)) {
       os_release(dest, bytes);
