@@ -4,7 +4,8 @@
  *           heap (arena.c), reused before it is purged; realloc grows and
  *           shrinks it in place when the neighbouring pages allow.
  *   xlarge  above large_max: a mapping of its own, resized with mremap (no
- *           copy) by realloc.  A freed one is kept (the xlarge cache, below)
+ *           copy) by realloc, or copied into cached memory when the cache
+ *           holds the new size (fresh pages cost more).  A freed one is kept (the xlarge cache, below)
  *           for the purge delay and reused before any new mapping, whole
  *           or in pieces moved together, so a program churning big blocks
  *           does not fault every page in again (13-16 us a 4 KiB page
