@@ -5,11 +5,12 @@
  *           shrinks it in place when the neighbouring pages allow.
  *   xlarge  above large_max: a mapping of its own, resized with mremap (no
  *           copy) by realloc, or copied into cached memory when the cache
- *           holds the new size (fresh pages cost more).  A freed one is kept (the xlarge cache, below)
- *           for the purge delay and reused before any new mapping, whole
- *           or in pieces moved together, so a program churning big blocks
- *           does not fault every page in again (13-16 us a 4 KiB page
- *           here, ~3-4 ns a byte).
+ *           holds the new size (fresh pages cost more).  A freed one is
+ *           kept (the xlarge cache, below) for the purge delay and
+ *           reused before any new mapping, whole or in pieces moved
+ *           together, so a program churning big blocks does not fault
+ *           every page in again (13-16 us a 4 KiB page here, ~3-4 ns a
+ *           byte).
  * large_max is LARGE_MAX_CAP (1 MiB), or a quarter of an arena if smaller.
  * Page runs cannot serve a bigger block than the free space around them,
  * and moving their pages would punch holes in an arena, while cached
@@ -619,7 +620,7 @@ static span_t *xcache_take_adjacent(size_t bytes) {
       best_len = len;
     }
   }
-  /* (the block keeps whole huge pages: it may hold up to the next 2 MiB) */
+  /* (the block keeps whole 2 MiB units: it may hold up to the next 2 MiB) */
   if (!best_k || (best_len > xphase_up(bytes) && best_len - xphase_up(bytes) >= XPIECE_MIN)) return NULL;
   span_t *h = by_addr[best], **link = &h->map_next;
   for (unsigned i = best; i < best + best_k; i++) {
@@ -842,9 +843,9 @@ void *large_alloc_zero(size_t size, size_t align, bool zero) {
      * otherwise keeps those pages and maps as many again for its big
      * blocks.  With the page run first, bench-mallocbench medium's second
      * run took its 16 MiB record table from the arena's free runs while
-     * the first run's table stayed cached, and its spans then carved
-     * ~32 MiB of never-touched arena pages: 8,058 faults against the
-     * first run's ~0 for the same work, peak +19 MB.  (Near the memory
+     * the first run's table stayed cached, and its spans then carved as
+     * many never-touched arena pages: the run faulted 8,021 times for the
+     * warm-up's work again, 4,091 so (peak 2.5 MB lower).  (Near the memory
      * limit fresh arena pages too, filled with free runs' resident pages:
      * arena.c, pages_take.) */
     if (align <= PAGE_SIZE && !(p = xlarge_alloc(size, align, zero, true)))
