@@ -112,9 +112,10 @@ void lock_reinit(pthread_mutex_t *m) INTERNAL;
 
 /* Bytes of a span for small objects: 64 KiB (mimalloc's small page size)
  * holds >= 8 objects up to 8 KiB; larger classes get the power of two that
- * holds 4 of them.  Tail waste (sizeclass.c's measured table): <= 2.4 % up
- * to 4 KiB, 6.25 % for 5, 6, 10, 12, 20 and 24 KiB, 12.5 % for 14 and
- * 28 KiB. */
+ * holds 4 of them; a class that would leave an OS page or more unused at
+ * the end gets a span its blocks fill exactly instead (5, 6, 10, 12, 14,
+ * 20, 24 and 28 KiB: sizeclass.c, span_fitted).  Tail waste (its measured
+ * table): <= 2.4 % of a span. */
 #define SPAN_SMALL_BYTES ((size_t)64 * KiB)
 /* A heap's first span of a class is smaller: 16 KiB (or 4 blocks): a
  * thread or program that uses a class a little commits 16 KiB, not 64

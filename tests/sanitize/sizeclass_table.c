@@ -13,7 +13,8 @@
  *  3. the worst-case internal rounding and the tail waste of each class,
  *     measured, must equal the table in src/sizeclass.c's header comment
  *     (argument 1: that file), so the comment stays true.  With --print it
- *     writes the table to paste there. */
+ *     writes the table to paste there;
+ *  4. no class's (later) span ends an OS page or more after its last block. */
 #include "testutil.h"
 #include "internal.h"
 #include "fastpath.h"
@@ -209,6 +210,14 @@ int main(int argc, char **argv) {
          wb, wbn, wr, wrn, wt, wtc, class_size[wtc]);
   print_table(stdout);
   if (print) return 0;
+  /* no later span ends in an OS page that no block reaches: that page is
+   * never touched until the span's pages are carved again in another
+   * order, and faults in then (regress_span_tail) */
+  for (unsigned c = 1; c < NCLASSES; c++)
+    CHECKF(class_span_bytes[c] % class_size[c] < 4096,
+           "class %u (%u B): its %u-byte span ends %u B after its last block: an OS page that no block "
+           "reaches (sizeclass.c, span_fitted)", c, class_size[c], class_span_bytes[c],
+           class_span_bytes[c] % class_size[c]);
   if (argc > 1) check_comment(argv[1]);
   return 0;
 }
