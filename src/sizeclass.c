@@ -153,6 +153,9 @@ void sizeclass_init(void) {
     while (span < 4 * (size_t)class_size[c]) span *= 2;
     span = span_fitted(class_size[c], span);
     class_span_bytes[c] = (uint32_t)span;
+    /* whole lithe pages, and no OS page past the last block */
+    lt_assert_cmp(span % PAGE_SIZE, ==, (size_t)0);
+    lt_assert_cmp(span % class_size[c], <, OS_PAGE_MIN);
     size_t first = align_up(4 * (size_t)class_size[c], PAGE_SIZE);
     if (first < SPAN_FIRST_BYTES) first = SPAN_FIRST_BYTES;
     if (first > span) first = span;
