@@ -662,11 +662,16 @@ static heap_t *heap_thread_init(void) {
 
 static _Atomic size_t spans_small_live; /* spans holding small objects */
 
-/* An empty small span goes back to the page heap. */
-static void span_to_pages(span_t *s) {
+/* An empty small span stops counting as one, on its way to the page heap. */
+static void span_unlive(span_t *s) {
   lt_assert_cmp(s->used, ==, 0u);
   lt_assert_v(s->kind == SPAN_SMALL, s->kind);
   atomic_fetch_sub_explicit(&spans_small_live, 1, memory_order_relaxed);
+}
+
+/* An empty small span goes back to the page heap. */
+static void span_to_pages(span_t *s) {
+  span_unlive(s);
   pages_free(s);
 }
 
@@ -685,17 +690,33 @@ static void span_release(heap_t *h, span_t *s) {
 }
 
 /* The cache's slots are emptied by exchange, by the owner (cache_take,
- * cache_flush) and by a thread under memory pressure (heaps_take_caches),
- * so each span leaves the cache once. */
+ * cache_take_all) and by a thread under memory pressure (heaps_take_caches,
+ * through cache_take_all), so each span leaves the cache once. */
 static span_t *cache_grab(heap_t *h, unsigned i) {
   if (!atomic_load_explicit(&h->cache[i], memory_order_relaxed)) return NULL;
   return atomic_exchange_explicit(&h->cache[i], NULL, memory_order_acquire);
 }
 
-static void cache_flush(heap_t *h) {
+/* Every cached span, off the cache and no longer counted as live, as a
+ * list linked through `next` (a cached span is on no list) for the page
+ * heap: lithe_collect's flush, a thread under memory pressure, and a heap
+ * whose cache held no span of the size it needs (heap_span_new). */
+static span_t *cache_take_all(heap_t *h) {
+  span_t *list = NULL;
   for (unsigned i = 0; i < HEAP_SPAN_CACHE; i++) {
     span_t *s = cache_grab(h, i);
-    if (s) span_to_pages(s);
+    if (!s) continue;
+    span_unlive(s);
+    s->next = list;
+    list = s;
+  }
+  return list;
+}
+
+static void cache_flush(heap_t *h) {
+  for (span_t *s = cache_take_all(h), *next; s; s = next) {
+    next = s->next;
+    pages_free(s);
   }
 }
 
@@ -790,27 +811,6 @@ static span_t *cache_take(heap_t *h, unsigned cls, size_t bytes, size_t first) {
     atomic_store_explicit(&h->cache[i], s, memory_order_release); /* not this size: back */
   }
   return NULL;
-}
-
-/* The cached spans, off the cache, as a list for pages_alloc_after: when
- * none was of the size a class needs (cache_take missed), they go
- * back to the page heap under the lock that takes its span.  Spans are
- * of several sizes (sizeclass.c, span_fitted: 56-80 KiB up to 16 KiB
- * blocks, a heap's first span smaller), and a cache full of one size kept
- * its spans from every other: regress_span_tail's 4096-byte blocks after
- * 5120-byte ones faulted in 169 pages, 4 spans of 80 KiB among them,
- * with the freed spans' pages waiting beside them. */
-static span_t *cache_unfit(heap_t *h) {
-  span_t *list = NULL;
-  for (unsigned i = 0; i < HEAP_SPAN_CACHE; i++) {
-    span_t *s = cache_grab(h, i);
-    if (!s) continue;
-    lt_assert_cmp(s->used, ==, 0u);
-    atomic_fetch_sub_explicit(&spans_small_live, 1, memory_order_relaxed);
-    s->next = list;
-    list = s;
-  }
-  return list;
 }
 
 /* A span for class cls: adopt an abandoned one, else a cached empty one,
@@ -911,7 +911,14 @@ static span_t *heap_span_new(heap_t *h, unsigned cls) {
     if (h->flush_misses > FLUSH_MISSES_FREE)
       h->flush_skip = (uint8_t)((1u << (h->flush_misses - FLUSH_MISSES_FREE)) - 1);
   }
-  span_t *unfit = cache_unfit(h);
+  /* The cache held no span of this size (cache_take missed): its spans go
+   * back to the page heap under the lock that takes the new one.  Spans
+   * are of several sizes (sizeclass.c, span_fitted: 56-80 KiB up to 16
+   * KiB blocks, a heap's first span smaller), and a cache full of one
+   * size kept its spans from every other: regress_span_tail's 4096-byte
+   * blocks after 5120-byte ones faulted in 169 pages, 4 spans of 80 KiB
+   * among them, with the freed spans' pages waiting beside them. */
+  span_t *unfit = cache_take_all(h);
   s = unfit ? pages_alloc_after(first >> PAGE_SHIFT, 0, unfit) : pages_alloc(first >> PAGE_SHIFT, 0);
   if (!s) return NULL;
   atomic_fetch_add_explicit(&spans_small_live, 1, memory_order_relaxed);
@@ -1191,10 +1198,9 @@ size_t heaps_take_caches(void) {
   size_t bytes = 0;
   pthread_mutex_lock(&heaps_lock); /* all_heaps; heaps are never freed */
   for (heap_t *h = all_heaps; h; h = h->next_all)
-    for (unsigned i = 0; i < HEAP_SPAN_CACHE; i++) {
-      span_t *s = cache_grab(h, i);
-      if (!s) continue;
-      s->next = taken; /* a cached span is on no list */
+    for (span_t *s = cache_take_all(h), *next; s; s = next) {
+      next = s->next;
+      s->next = taken;
       taken = s;
       bytes += s->bytes;
     }
@@ -1202,7 +1208,7 @@ size_t heaps_take_caches(void) {
   while (taken) {
     span_t *s = taken;
     taken = s->next;
-    span_to_pages(s);
+    pages_free(s);
   }
   return bytes;
 }

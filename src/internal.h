@@ -47,6 +47,10 @@ void lock_reinit(pthread_mutex_t *m) INTERNAL;
  * exactly one 64 KiB commit piece. */
 #define PAGE_SHIFT 13
 #define PAGE_SIZE  ((size_t)1 << PAGE_SHIFT)
+/* The smallest OS page lithe runs on (os_page_size() is the real one): a
+ * span must not end this far or more after its last block (sizeclass.c,
+ * span_fitted). */
+#define OS_PAGE_MIN ((size_t)4096)
 
 /* Address bits the pagemap covers (x86-64 and arm64 user space: 47-48). */
 #define ADDR_BITS 48

@@ -129,7 +129,6 @@ uint32_t class_first_span_bytes[NCLASSES];
  * faulted 2.5k times more.)  A heap's first span of a class keeps its
  * size: one page a class and heap may go untouched there, and fitted,
  * 7168 B's would commit 56 KiB, not 32. */
-#define OS_PAGE_MIN ((size_t)4096) /* the smallest OS page lithe runs on */
 static size_t span_fitted(size_t size, size_t span) {
   if (span % size < OS_PAGE_MIN) return span;
   size_t a = size, b = PAGE_SIZE; /* their gcd, then the lcm */

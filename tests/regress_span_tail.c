@@ -44,7 +44,7 @@ int main(void) {
    * pagemap every 2 MiB) and the last ~60 blocks, in the room that the
    * spans still holding the 5120-byte class's binned blocks keep; 530
    * before (169 while a heap's span cache kept 4 spans of 80 KiB that no
-   * 4096-byte block could use: heap.c, cache_unfit) */
+   * 4096-byte block could use: heap.c, heap_span_new) */
   CHECKF(fb <= 128, "the 4096-byte blocks faulted %ld pages in, over pages the 5120-byte ones freed", fb);
   for (size_t i = 0; i < nb; i++) free(b[i]);
   free(a);

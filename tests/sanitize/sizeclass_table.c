@@ -214,7 +214,7 @@ int main(int argc, char **argv) {
    * never touched until the span's pages are carved again in another
    * order, and faults in then (regress_span_tail) */
   for (unsigned c = 1; c < NCLASSES; c++)
-    CHECKF(class_span_bytes[c] % class_size[c] < 4096,
+    CHECKF(class_span_bytes[c] % class_size[c] < OS_PAGE_MIN,
            "class %u (%u B): its %u-byte span ends %u B after its last block: an OS page that no block "
            "reaches (sizeclass.c, span_fitted)", c, class_size[c], class_span_bytes[c],
            class_span_bytes[c] % class_size[c]);
