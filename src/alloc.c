@@ -17,7 +17,7 @@
  *   arena.c     64 MiB aligned arenas, committed just ahead of use; the
  *               page heap: free page runs, binned, coalesced, purged after a
  *               delay.  One lock, off the hot path.
- *   sizeclass.c 40 small classes, 16 B .. 32 KiB, rounding <= 20 % of a block.
+ *   sizeclass.c 44 small classes, 16 B .. 32 KiB, rounding <= 20 % of a block.
  *   span.c      a span = pages holding blocks of one class: an owner-only
  *               free list, an atomic list for frees from other threads,
  *               lazily carved from a bump pointer.

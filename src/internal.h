@@ -76,9 +76,10 @@ void lock_reinit(pthread_mutex_t *m) INTERNAL;
  * small C program has about 8 MiB of address space left for its heap. */
 #define ARENA_FALLBACK_MIN ((size_t)1 * MiB)
 
-/* Size classes: 16-byte steps up to 128 B, then 4 classes per power of two
- * (rounding up to 20 % of a block: 16385 -> 20480; sizeclass.c's measured
- * table), up to SMALL_MAX.  Above SMALL_MAX objects are
+/* Size classes: 16-byte steps up to 128 B, then 4 classes per power of
+ * two, with a fifth an eighth above it from 1 to 8 KiB (rounding up to 20 %
+ * of a block: 16385 -> 20480; sizeclass.c's measured table), up to
+ * SMALL_MAX.  Above SMALL_MAX objects are
  * "large" (a run of pages from the page heap) up to large_max (LARGE_MAX_CAP,
  * or a quarter of an arena if smaller), then "xlarge" (their own mapping).
  * SMALL_MAX 32 KiB, measured (docs/design.md, "Thresholds"): builds with
@@ -89,7 +90,30 @@ void lock_reinit(pthread_mutex_t *m) INTERNAL;
 #define SMALL_SHIFT 15          /* build with -DSMALL_SHIFT=N to try others */
 #endif
 #define SMALL_MAX   ((size_t)1 << SMALL_SHIFT)
-#define NCLASSES    (9 + 4 * (SMALL_SHIFT - 7)) /* 0 unused; 1..8: 16..128 */
+/* Above 128 B, 4 classes per power of two (a quarter of it apart: a
+ * request loses at most 20 % of its block, 25 % over its size), and from
+ * 2^CLASS_EIGHTH_LO to 2^CLASS_EIGHTH_HI (1 to 8 KiB) a fifth, an eighth
+ * above the power: 1152, 2304, 4608 and 9216 B.  Programs ask for a power
+ * of two plus a header (sqlite's page cache: 1032 and 4368 B), which the
+ * quarters round to 1280 and 5120 B: replay_sqlite's peak was 1.24x
+ * glibc's.  Measured in docs/design.md ("A class an eighth above a power
+ * of two"): 8 classes a power of two would save more, but each class is
+ * 12 bytes more of the initial-exec TLS that a library dlopen'ed after
+ * lithe needs (regress_tls_dlopen), and a partly used span more in each
+ * heap. */
+#ifndef CLASS_EIGHTH_LO
+#define CLASS_EIGHTH_LO 10      /* build with -DCLASS_EIGHTH_HI=0 for none */
+#endif
+#ifndef CLASS_EIGHTH_HI
+#define CLASS_EIGHTH_HI 13
+#endif
+/* the classes an eighth above the powers of two below 2^k */
+#define CLASS_EIGHTHS_BELOW(k)                                        \
+  (CLASS_EIGHTH_HI < CLASS_EIGHTH_LO || (k) <= CLASS_EIGHTH_LO ? 0u  \
+   : (k) > CLASS_EIGHTH_HI ? CLASS_EIGHTH_HI + 1u - CLASS_EIGHTH_LO \
+                           : (k) - CLASS_EIGHTH_LO)
+/* 0 unused; 1..8: 16..128; then 4 a power of two and the eighths */
+#define NCLASSES (9 + 4 * (SMALL_SHIFT - 7) + CLASS_EIGHTHS_BELOW(SMALL_SHIFT))
 /* Every small size finds its class in one table (class_lut), in two
  * parts: sizes up to FINE_MAX by the size itself (entry n, FINE_MAX + 1
  * entries), then every size up to SMALL_MAX by ceil(n / 16) (2,049
@@ -539,6 +563,8 @@ typedef struct heap_s {
   heap_bins_t *bins;                  /* &lithe_tls_bins of its thread, or
                                          &bins_own (see heap_bins_t)     */
   uint32_t bin_cap[NCLASSES];         /* capacity (0: not set yet)       */
+  size_t bins_cap_bytes;              /* the sum of bin_cap x block size
+                                         (x 2 for a class of two lists) */
   uint32_t bin_spilled[NCLASSES];     /* frees that found it full since
                                          the last refill (heap.c, bin_grow) */
   intptr_t spill_left;                /* bytes more such frees, all classes,

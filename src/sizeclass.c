@@ -1,8 +1,10 @@
 /* sizeclass.c — the small size classes.
  *
  *   class 1..8    16, 32, ..., 128       (16-byte steps: exact for tiny objects)
- *   class 9..40   4 per power of two:   160 192 224 256 | 320 .. 512 | ...
- *                 ... | 20480 24576 28672 32768
+ *   class 9..44   4 per power of two:    160 192 224 256 | 320 .. 512 | ...
+ *                 ... | 20480 24576 28672 32768, and from 1 to 8 KiB one
+ *                 more an eighth above the power: 1152, 2304, 4608, 9216
+ *                 (internal.h, CLASS_EIGHTH_LO: a power of two plus a header)
  * size_class() in internal.h maps a size to its class with one table lookup
  * (class_lut, a constant: 16-byte steps up to SMALL_MAX).
  *
@@ -13,10 +15,11 @@
  * rounding as a share of the block, "request%" as a share of the request;
  * "tail%" is the end of a span no block fits in, for later spans ("span")
  * and a heap's first span of the class ("first").  Above 128 B a request
- * loses at most 20.0 % of its block (25.0 % over its size; 16385 -> 20480);
- * the 16-byte classes lose < 16 bytes.  Tails reach 2.34 % of a span
- * (2560 B; span_fitted below keeps them under an OS page) and 16.7 % of a
- * first span (5120 B).
+ * loses at most 20.0 % of its block (25.0 % over its size; 16385 -> 20480),
+ * a power of two plus up to an eighth of it from 1 to 8 KiB at most 11.1 %
+ * (12.5 %; 8193 -> 9216); the 16-byte classes lose < 16 bytes.  Tails
+ * reach 2.34 % of a span (2560 B; span_fitted below keeps them under an OS
+ * page) and 16.7 % of a first span (5120 B).
  *  cls   size  worst block% request%   span tail%   first tail%
  *    1     16      1  93.8  1500.0   65536  0.00   16384  0.00
  *    2     32     17  46.9    88.2   65536  0.00   16384  0.00
@@ -38,26 +41,30 @@
  *   18    768    641  16.5    19.8   65536  0.39   16384  1.56
  *   19    896    769  14.2    16.5   65536  0.20   16384  1.56
  *   20   1024    897  12.4    14.2   65536  0.00   16384  0.00
- *   21   1280   1025  19.9    24.9   65536  0.39   16384  6.25
- *   22   1536   1281  16.6    19.9   65536  1.56   16384  6.25
- *   23   1792   1537  14.2    16.6   65536  1.56   16384  1.56
- *   24   2048   1793  12.5    14.2   65536  0.00   16384  0.00
- *   25   2560   2049  20.0    24.9   65536  2.34   16384  6.25
- *   26   3072   2561  16.6    20.0   65536  1.56   16384  6.25
- *   27   3584   3073  14.3    16.6   65536  1.56   16384 12.50
- *   28   4096   3585  12.5    14.3   65536  0.00   16384  0.00
- *   29   5120   4097  20.0    25.0   81920  0.00   24576 16.67
- *   30   6144   5121  16.7    20.0   73728  0.00   24576  0.00
- *   31   7168   6145  14.3    16.6   65536  1.56   32768 12.50
- *   32   8192   7169  12.5    14.3   65536  0.00   32768  0.00
- *   33  10240   8193  20.0    25.0   81920  0.00   40960  0.00
- *   34  12288  10241  16.7    20.0   73728  0.00   49152  0.00
- *   35  14336  12289  14.3    16.7   57344  0.00   57344  0.00
- *   36  16384  14337  12.5    14.3   65536  0.00   65536  0.00
- *   37  20480  16385  20.0    25.0  122880  0.00   81920  0.00
- *   38  24576  20481  16.7    20.0  122880  0.00   98304  0.00
- *   39  28672  24577  14.3    16.7  114688  0.00  114688  0.00
- *   40  32768  28673  12.5    14.3  131072  0.00  131072  0.00
+ *   21   1152   1025  11.0    12.4   65536  1.56   16384  1.56
+ *   22   1280   1153   9.9    11.0   65536  0.39   16384  6.25
+ *   23   1536   1281  16.6    19.9   65536  1.56   16384  6.25
+ *   24   1792   1537  14.2    16.6   65536  1.56   16384  1.56
+ *   25   2048   1793  12.5    14.2   65536  0.00   16384  0.00
+ *   26   2304   2049  11.1    12.4   65536  1.56   16384  1.56
+ *   27   2560   2305  10.0    11.1   65536  2.34   16384  6.25
+ *   28   3072   2561  16.6    20.0   65536  1.56   16384  6.25
+ *   29   3584   3073  14.3    16.6   65536  1.56   16384 12.50
+ *   30   4096   3585  12.5    14.3   65536  0.00   16384  0.00
+ *   31   4608   4097  11.1    12.5   65536  1.56   24576  6.25
+ *   32   5120   4609  10.0    11.1   81920  0.00   24576 16.67
+ *   33   6144   5121  16.7    20.0   73728  0.00   24576  0.00
+ *   34   7168   6145  14.3    16.6   65536  1.56   32768 12.50
+ *   35   8192   7169  12.5    14.3   65536  0.00   32768  0.00
+ *   36   9216   8193  11.1    12.5   65536  1.56   40960 10.00
+ *   37  10240   9217  10.0    11.1   81920  0.00   40960  0.00
+ *   38  12288  10241  16.7    20.0   73728  0.00   49152  0.00
+ *   39  14336  12289  14.3    16.7   57344  0.00   57344  0.00
+ *   40  16384  14337  12.5    14.3   65536  0.00   65536  0.00
+ *   41  20480  16385  20.0    25.0  122880  0.00   81920  0.00
+ *   42  24576  20481  16.7    20.0  122880  0.00   98304  0.00
+ *   43  28672  24577  14.3    16.7  114688  0.00  114688  0.00
+ *   44  32768  28673  12.5    14.3  131072  0.00  131072  0.00
  */
 #include "internal.h"
 
@@ -70,14 +77,24 @@
  * has the 16-byte class in both, so malloc(0) returns a unique pointer.
  * Up to 128 B the class is ceil(n / 16); above, with k = floor(log2(n -
  * 1)), the size lies in (2^k, 2^(k+1)], whose 4 classes step by 2^(k-2):
- * class 9 + 4 (k - 7) + ceil((n - 2^k) / 2^(k-2)) - 1.  sizeclass_init
+ * class LUT_BASE(k) + ceil((n - 2^k) / 2^(k-2)) - 1, where LUT_BASE(k) =
+ * 9 + 4 (k - 7) + the eighths below 2^k; for a power with an eighth, the
+ * first class is 2^k + 2^(k-3) and the quarters come one after.
+ * sizeclass_init
  * checks every entry against class_size (Debug), and
  * tests/sanitize/sizeclass_table.c every size through both parts. */
 /* (k of 128 at most for the sizes the first case takes: the second is not
  * evaluated for them, but a negative shift count there draws a warning) */
 #define LUT_K(n)     (31 - __builtin_clz(((n) > 128u ? (unsigned)(n) : 129u) - 1u))
+/* in (2^k, 2^(k+1)]: the first class, whether it has the eighth, and the
+ * quarter (1..4) that holds n */
+#define LUT_BASE(k)   (9u + 4u * ((k) - 7u) + CLASS_EIGHTHS_BELOW(k))
+#define LUT_EIGHTH(k) ((k) >= CLASS_EIGHTH_LO && (k) <= CLASS_EIGHTH_HI)
+#define LUT_Q(n, k)   (((n) - (1u << (k)) + (1u << ((k) - 2)) - 1u) >> ((k) - 2))
 #define LUT_CLASS(n) ((n) <= 128u ? ((n) ? ((n) + 15u) / 16u : 1u) \
-                      : 4u * LUT_K(n) - 20u + (((n) - (1u << LUT_K(n)) + (1u << (LUT_K(n) - 2)) - 1u) >> (LUT_K(n) - 2)))
+                      : LUT_BASE(LUT_K(n)) + (LUT_EIGHTH(LUT_K(n)) \
+                        ? ((n) - (1u << LUT_K(n)) > (1u << (LUT_K(n) - 3)) ? LUT_Q(n, LUT_K(n)) : 0u) \
+                        : LUT_Q(n, LUT_K(n)) - 1u))
 /* entry i of a part of step s: the class of the size s i */
 #define LUT_E(s, i)     (uint8_t)LUT_CLASS((unsigned)(i) * (s))
 #define LUT_E4(s, i)    LUT_E(s, i), LUT_E(s, (i) + 1), LUT_E(s, (i) + 2), LUT_E(s, (i) + 3)
@@ -144,9 +161,10 @@ static size_t span_fitted(size_t size, size_t span) {
 
 void sizeclass_init(void) {
   for (unsigned c = 1; c <= 8; c++) class_size[c] = 16 * c;
-  for (unsigned k = 7, c = 9; c < NCLASSES; k++)
-    for (unsigned j = 1; j <= 4 && c < NCLASSES; j++, c++)
-      class_size[c] = (1u << k) + j * (1u << (k - 2));
+  for (unsigned k = 7, c = 9; c < NCLASSES; k++) {
+    if (k >= CLASS_EIGHTH_LO && k <= CLASS_EIGHTH_HI) class_size[c++] = (1u << k) + (1u << (k - 3));
+    for (unsigned j = 1; j <= 4 && c < NCLASSES; j++, c++) class_size[c] = (1u << k) + j * (1u << (k - 2));
+  }
   for (unsigned c = 1; c < NCLASSES; c++) {
     size_t span = SPAN_SMALL_BYTES; /* >= 4 blocks: the power of two above */
     while (span < 4 * (size_t)class_size[c]) span *= 2;
@@ -165,6 +183,8 @@ void sizeclass_init(void) {
   }
   lt_assert_cmp((size_t)class_size[NCLASSES - 1], ==, SMALL_MAX);
   _Static_assert(NCLASSES <= 256, "class_lut holds uint8_t classes");
+  _Static_assert(CLASS_EIGHTH_HI < CLASS_EIGHTH_LO || (CLASS_EIGHTH_LO >= 7 && CLASS_EIGHTH_HI < SMALL_SHIFT),
+                 "the eighths lie above 128 B and below SMALL_MAX (multiples of 16 B)");
   /* class_lut (constant) agrees with class_size: each entry's class is
    * the smallest that holds its size (1 byte for size 0) */
   for (unsigned i = 0; i < LUT_ENTRIES; i++) {

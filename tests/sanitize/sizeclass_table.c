@@ -14,7 +14,10 @@
  *     measured, must equal the table in src/sizeclass.c's header comment
  *     (argument 1: that file), so the comment stays true.  With --print it
  *     writes the table to paste there;
- *  4. no class's (later) span ends an OS page or more after its last block. */
+ *  4. no class's (later) span ends an OS page or more after its last block;
+ *  5. from 1 to 8 KiB a power of two plus a header up to an eighth of it
+ *     gets the class an eighth above it (sqlite's 1032 and 4368 B get 1152
+ *     and 4608 B). */
 #include "testutil.h"
 #include "internal.h"
 #include "fastpath.h"
@@ -218,6 +221,18 @@ int main(int argc, char **argv) {
            "class %u (%u B): its %u-byte span ends %u B after its last block: an OS page that no block "
            "reaches (sizeclass.c, span_fitted)", c, class_size[c], class_span_bytes[c],
            class_span_bytes[c] % class_size[c]);
+  /* a power of two plus a header, from 1 to 8 KiB: rounded by less than an
+   * eighth of the power (sqlite asks for 1032 and 4368 B: with only the
+   * quarters, blocks of 1280 and 5120 B) */
+  for (unsigned k = CLASS_EIGHTH_LO; k <= CLASS_EIGHTH_HI; k++)
+    for (size_t n = ((size_t)1 << k) + 1; n <= ((size_t)1 << k) + ((size_t)1 << (k - 3)); n++) {
+      size_t got = class_size[size_class(n)], want = ((size_t)1 << k) + ((size_t)1 << (k - 3));
+      CHECKF(got == want, "size %zu (2^%u + %zu) -> class of %zu B, want %zu", n, k, n - ((size_t)1 << k), got,
+             want);
+    }
+  CHECKF(class_size[size_class(1032)] == 1152 && class_size[size_class(4368)] == 4608,
+         "sqlite's 1032 and 4368 B requests get blocks of %u and %u B", class_size[size_class(1032)],
+         class_size[size_class(4368)]);
   if (argc > 1) check_comment(argv[1]);
   return 0;
 }
