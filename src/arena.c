@@ -418,6 +418,19 @@ static span_t *find_fit(size_t npages) {
   return best;
 }
 
+/* find_fit, and when no free run holds npages, the runs in the threads'
+ * large-run caches (large.c) back first and a second look: they come back
+ * before any fresh page is carved or mapped, so they never add to the
+ * peak (pages_take; resident_fit weighs the same run). */
+static span_t *find_fit_reclaim(size_t npages) {
+  span_t *s = find_fit(npages);
+  if (!s) {
+    uint64_t now = os_now_ms();
+    if (lcache_reclaim(now, now, 0, true, true)) s = find_fit(npages);
+  }
+  return s;
+}
+
 /* Commit ahead of the bump pointer: steps of 1/8 of what the arena already
  * uses, 64 KiB to 4 MiB, so mprotect calls stay few as the heap grows. */
 static bool arena_commit_to(arena_t *a, char *need) {
@@ -977,14 +990,7 @@ static span_t *pages_take(size_t npages, size_t align, bool fresh_ok, span_t *ba
   size_t total = npages + extra, want = npages << PAGE_SHIFT;
   pthread_mutex_lock(&pages_lock);
   if (back) pages_release_list_locked(back, os_now_ms());
-  span_t *s = find_fit(total);
-  /* no free run holds it: the runs in the threads' large-run caches
-   * (large.c) come back before any fresh page is carved or mapped, so
-   * they never add to the peak */
-  if (!s) {
-    uint64_t now = os_now_ms();
-    if (lcache_reclaim(now, now, 0, true, true)) s = find_fit(total);
-  }
+  span_t *s = find_fit_reclaim(total);
   /* (near the memory limit fresh pages for a block above large_max too:
    * pages_fill below fills them with free runs' resident pages, where a
    * mapping of its own is faulted in whole while the limit purges them;
@@ -1187,10 +1193,9 @@ bool pages_adopt(void *p, size_t bytes) {
 /* Whether a run of npages is better taken anew than grown at an arena's
  * top (pages_lock held).  Growing there faults in the `need` fresh bytes
  * it adds, want - old_bytes; moving (the caller copies the block) takes
- * the free run a new allocation would (find_fit, after the threads'
- * cached runs come back, as pages_take does), which faults in at
- * most what that run lacks of resident bytes, want - dirty_n: fewer when
- * dirty_n > old_bytes.  The copy costs ~0.1 ns a byte where a fault
+ * the free run a new allocation would (find_fit_reclaim, as pages_take
+ * does), which faults in at most what that run lacks of resident bytes,
+ * want - dirty_n: fewer when dirty_n > old_bytes.  The copy costs ~0.1 ns a byte where a fault
  * costs 3-4 ns, and the old run's pages stay resident for the next
  * block.  Growing at the top whatever lay free pushed the top up in
  * every round of a program that frees and reallocs the same way:
@@ -1198,12 +1203,7 @@ bool pages_adopt(void *p, size_t bytes) {
  * 15.8 -> 21.4 MB, the top grown by 440-1,472 kB a run; 17.4 MB flat
  * after the first now (regress_realloc_top). */
 static bool resident_fit(size_t npages, size_t old_bytes) {
-  const span_t *r = find_fit(npages);
-  /* the threads' cached runs first, as before any fresh page (pages_take) */
-  if (!r) {
-    uint64_t now = os_now_ms();
-    if (lcache_reclaim(now, now, 0, true, true)) r = find_fit(npages);
-  }
+  const span_t *r = find_fit_reclaim(npages);
   return r && r->dirty_n > old_bytes;
 }
 

@@ -4,13 +4,13 @@
  * A 1 MiB block is written and freed (a run in the thread's large-run
  * cache, all of it resident), then a 128 KiB block that lies above it, at
  * the top, is grown to 768 KiB by realloc and the new part written.
- * Growing in place took 640 KiB of fresh pages past the top, 160 faults,
- * while 1 MiB of resident pages lay free below; a program that frees and reallocs the same way round after
- * round pushed the top up in each round (lithe-replay python, 8 runs
- * with no purging: RssAnon 15.8 -> 21.4 MB; flat at 17.4 MB after the
- * first now).  Now the block moves into the freed run: a copy of 128 KiB,
- * and (almost) no fault.  (Up to large_max, 1 MiB: larger blocks take
- * no fresh arena pages, large.c.) */
+ * Growing in place took 640 KiB of fresh pages past the top, 160
+ * faults, while 1 MiB of resident pages lay free below; a program that
+ * frees and reallocs the same way round after round pushed the top up in
+ * each round (lithe-replay python, 8 runs with no purging: RssAnon 15.8
+ * -> 21.4 MB; flat at 17.4 MB after the first now).  Now the block moves
+ * into the freed run: a copy of 128 KiB, and (almost) no fault.  (Up to
+ * large_max, 1 MiB: larger blocks take no fresh arena pages, large.c.) */
 #include "testutil.h"
 #include <malloc.h>
 #include "lithe.h"
