@@ -345,15 +345,22 @@ static void give_back_lists(heap_t *h, block_t **list, unsigned n) {
   }
 }
 
-/* Empty every bin but class keep's (0: none, as class 0 serves no size)
- * back into the spans (both lists of a class of two). */
-static void heap_bins_flush_but(heap_t *h, unsigned keep) {
+/* A set of classes, one bit each (bit c: class c). */
+typedef uint64_t class_set_t;
+_Static_assert(NCLASSES <= 64, "a class_set_t holds a bit per class");
+#define CLASSES_ALL ((((class_set_t)1 << (NCLASSES - 1)) - 1) << 1) /* 1 .. NCLASSES - 1 */
+#define CLASS_BIT(c) ((class_set_t)1 << (c))
+/* (a set's classes in order: for (m = set; m; m &= m - 1), c = ctz(m)) */
+static inline unsigned class_first(class_set_t m) { return (unsigned)__builtin_ctzll(m); }
+
+/* The bins of the classes in set back into their spans (both lists of a
+ * class of two). */
+static void heap_bins_flush_set(heap_t *h, class_set_t set) {
   heap_bins_t *t = h->bins; /* once: give_back_lists leaves it */
   block_t *list[HEAP_NBINS];
   unsigned n = 0;
-  for (unsigned c = 1; c < NCLASSES; c++) {
-    if (c == keep) continue;
-    unsigned f = bin_free_list(c);
+  for (class_set_t m = set; m; m &= m - 1) {
+    unsigned c = class_first(m), f = bin_free_list(c);
     block_t *b = t->bin[c], *fb = f != c ? t->bin[f] : NULL;
     if (!b && !fb) continue;
     t->bin[c] = NULL;
@@ -369,7 +376,7 @@ static void heap_bins_flush_but(heap_t *h, unsigned keep) {
   give_back_lists(h, list, n);
 }
 
-static void heap_bins_flush(heap_t *h) { heap_bins_flush_but(h, 0); }
+static void heap_bins_flush(heap_t *h) { heap_bins_flush_set(h, CLASSES_ALL); }
 
 static unsigned lists_of(unsigned cls) { return bin_free_list(cls) != cls ? 2 : 1; }
 
@@ -391,23 +398,24 @@ static void bin_cap_set(heap_t *h, unsigned c, uint32_t cap) {
   h->bin_cap[c] = cap;
 }
 
-/* Every bin but class keep's back to its first capacity, then emptied
- * (an empty list's room is its capacity: both lists' of a class of two).
- * bin_spilled stays: the next refill grows a bin by the frees that
- * spilled before this too.  replay_python's peak is the same either way
- * (17,260-17,264 kB at 166bae5); replay_pythreads' was 8.8-15.8 MB in 8
- * runs kept, 9.9-36.2 in 4 cleared. */
-static void heap_bins_restart_but(heap_t *h, unsigned keep) {
-  for (unsigned c = 1; c < NCLASSES; c++) {
+/* The bins of the classes in set back to their first capacity, then
+ * emptied (an empty list's room is its capacity: both lists' of a class
+ * of two).  bin_spilled stays: the next refill grows a bin by the frees
+ * that spilled before this too.  replay_python's peak is the same either
+ * way (17,260-17,264 kB at 166bae5); replay_pythreads' was 8.8-15.8 MB in
+ * 8 runs kept, 9.9-36.2 in 4 cleared. */
+static void heap_bins_restart(heap_t *h, class_set_t set) {
+  for (class_set_t m = set; m; m &= m - 1) {
+    unsigned c = class_first(m);
     uint32_t cap0 = bin_first_cap(c);
-    if (c == keep || h->bin_cap[c] <= cap0) continue;
+    if (h->bin_cap[c] <= cap0) continue;
     int32_t d = (int32_t)(h->bin_cap[c] - cap0);
     unsigned f = bin_free_list(c);
     h->bins->bin_room[c] -= d;
     if (f != c) h->bins->bin_room[f] -= d;
     bin_cap_set(h, c, cap0);
   }
-  heap_bins_flush_but(h, keep);
+  heap_bins_flush_set(h, set);
 }
 
 /* Frees pushed BIN_TEARDOWN_BYTES past full bins since the last refill
@@ -418,7 +426,7 @@ static void heap_bins_restart_but(heap_t *h, unsigned keep) {
 static NOINLINE void heap_bins_teardown(heap_t *h) {
   h->spill_left = (intptr_t)BIN_TEARDOWN_BYTES;
   h->epoch = atomic_load_explicit(&pages_epoch, memory_order_relaxed);
-  heap_bins_restart_but(h, 0);
+  heap_bins_restart(h, CLASSES_ALL);
 }
 
 /* The blocks in heap h's lists of class c, from its rooms (another
@@ -486,7 +494,7 @@ static uint32_t bin_grow(heap_t *h, unsigned cls) {
      * The growing class keeps its own: bin_refill's span and the list a
      * swap just moved are its. */
     if (cap > old && h->bins_cap_bytes + (size_t)lists_of(cls) * (cap - old) * class_size[cls] > BIN_HEAP_BYTES)
-      heap_bins_restart_but(h, cls);
+      heap_bins_restart(h, CLASSES_ALL & ~CLASS_BIT(cls));
   }
   h->bin_spilled[cls] = 0;
   h->spill_left = (intptr_t)BIN_TEARDOWN_BYTES; /* a refill: not a tear-down */
@@ -857,6 +865,44 @@ static span_t *heap_adopt(heap_t *h, unsigned cls) {
   return got;
 }
 
+/* Before heap h takes pages for a span of class keep (heap_span_new, its
+ * cache missed): the classes it stopped using give their spans back, so
+ * that the new span can take their pages.  A full bin holds blocks that
+ * the program freed and did not take again (its frees spill past it); it
+ * goes back to its spans, and its class's current span, if that leaves
+ * it with no block in use, is released, where otherwise it stays current
+ * until lithe_collect.  A program whose buffers grow through the sizes
+ * (bench-mallocbench realloc: 1,024 buffers, 16 B to 4.6 KiB by 1.5x)
+ * kept each class it left with a bin of 16 KiB and its span or two: 93
+ * small spans at the end for 64 of live blocks (regress_idle_classes:
+ * 1,597-1,605 pages faulted in for 1,280 of live blocks; 1,426-1,435
+ * now).  Once per span taken from the page heap: a look at each class's
+ * room, and for a full bin, a pagemap lookup per block. */
+static NOINLINE void heap_retire_idle(heap_t *h, unsigned keep) {
+  heap_bins_t *t = h->bins;
+  class_set_t full = 0;
+  for (unsigned c = 1; c < NCLASSES; c++) {
+    unsigned f = bin_free_list(c);
+    if (t->bin[f] && t->bin_room[f] <= 0) full |= CLASS_BIT(c);
+  }
+  full &= ~CLASS_BIT(keep);
+  if (!full) return;
+  heap_bins_restart(h, full);
+  for (class_set_t m = full; m; m &= m - 1) {
+    unsigned c = class_first(m);
+    span_t *cur = h->current[c];
+    if (cur == &lithe_empty_span) continue;
+    lt_assert(!cur->full);
+    span_collect_remote(cur);
+    if (cur->used != 0) continue;
+    cur->free_trigger = 0;
+    h->current[c] = &lithe_empty_span; /* (set_current leaves the released span alone) */
+    list_remove(&h->avail[c], cur);
+    span_release(h, cur);
+    set_current(h, c); /* the next available span, if any */
+  }
+}
+
 /* While more than one thread heap is live, a flush before fresh pages
  * (heap_span_new, below) that found no span in the cache after it (a
  * miss) makes the next ones wait: after FLUSH_MISSES_FREE misses in a
@@ -913,7 +959,7 @@ static span_t *heap_span_new(heap_t *h, unsigned cls) {
   else
     for (unsigned c = 1; c < NCLASSES; c++) binned += (size_t)bins_held(h, h->bins->bin_room, c) * class_size[c];
   if (binned >= BIN_FLUSH_BYTES) {
-    heap_bins_restart_but(h, 0);
+    heap_bins_restart(h, CLASSES_ALL);
     if ((s = cache_take(h, cls, bytes, first))) {
       h->flush_misses = 0;
       return s;
@@ -929,6 +975,7 @@ static span_t *heap_span_new(heap_t *h, unsigned cls) {
    * size kept its spans from every other: regress_span_tail's 4096-byte
    * blocks after 5120-byte ones faulted in 169 pages, 4 spans of 80 KiB
    * among them, with the freed spans' pages waiting beside them. */
+  heap_retire_idle(h, cls);
   span_t *unfit = cache_take_all(h);
   s = unfit ? pages_alloc_after(first >> PAGE_SHIFT, 0, unfit) : pages_alloc(first >> PAGE_SHIFT, 0);
   if (!s) return NULL;
