@@ -218,7 +218,7 @@ static void run_dirty_merge(span_t *into, const span_t *other) {
  * stays as it was: a page swapped out is not resident, but not zero.
  * Returns the window's pages, 0 when not looked at. */
 #define REFINE_MAX ((size_t)64 * MiB)
-static unsigned char resident_vec[REFINE_MAX / 4096]; /* (pages_lock) */
+static unsigned char resident_vec[REFINE_MAX / 4096] BIG_BSS; /* (pages_lock) */
 static size_t run_refine(span_t *s, size_t len) {
   size_t w = (size_t)(s->dirty_hi - s->dirty_lo), ps = os_page_size();
   if (len > w) len = w;

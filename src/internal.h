@@ -19,6 +19,14 @@
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 #define NOINLINE    __attribute__((noinline))
+/* A big array in .bss that a program touches little or not at all
+ * starts a page of its own: the shared library's link sorts its data by
+ * alignment (src/CMakeLists.txt: -fdata-sections, --sort-section), so
+ * these come first, whole pages each, and the small variables every
+ * program writes pack together after them, in as few pages as they fill.
+ * Only the pages written are charged (docs/design.md, "lithe's own
+ * pages"). */
+#define BIG_BSS     __attribute__((aligned(4096)))
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
 #define GiB ((size_t)1 << 30)

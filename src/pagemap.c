@@ -22,10 +22,10 @@
 #include <string.h>
 #include "internal.h"
 
-pagemap_t lithe_pagemap;
+pagemap_t lithe_pagemap BIG_BSS;
 /* a line of its own: read by every free(), written once */
 pagemap_flat_t lithe_flat __attribute__((aligned(CACHE_LINE))) = {(uintptr_t)&lithe_pagemap.none, 0};
-static uint64_t *l2_pieces[L1_COUNT]; /* bitmap: which 64 KiB pieces are RW */
+static uint64_t *l2_pieces[L1_COUNT] BIG_BSS; /* bitmap: which 64 KiB pieces are RW */
 /* A sparse level: its 64 MiB reservation was refused (ulimit -v), so only
  * the pieces in use are mapped, each at its place relative to the first.
  * A lookup elsewhere in it (a pointer that is not lithe's, in the same
@@ -35,7 +35,7 @@ static uint64_t *l2_pieces[L1_COUNT]; /* bitmap: which 64 KiB pieces are RW */
  * down, so the place just above the first piece usually is): the level is
  * then moved (relevel below), and while any level is sparse, writers take
  * pagemap_lock so that no entry is written into a level being copied. */
-static bool l2_sparse[L1_COUNT];
+static bool l2_sparse[L1_COUNT] BIG_BSS;
 static atomic_bool any_sparse;
 pthread_mutex_t pagemap_lock = PTHREAD_MUTEX_INITIALIZER;
 

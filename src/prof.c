@@ -271,7 +271,7 @@ typedef struct {
   _Atomic uintptr_t ra;
   _Atomic uint64_t rule; /* rule << 32 | check */
 } unwind_slot_t;
-static unwind_slot_t unwind_cache[(size_t)1 << UNWIND_CACHE_BITS] __attribute__((aligned(4096)));
+static unwind_slot_t unwind_cache[(size_t)1 << UNWIND_CACHE_BITS] BIG_BSS;
 static _Atomic size_t unwind_walked, unwind_fallbacks, unwind_checked, unwind_stuck;
 
 static uint32_t unwind_check(uintptr_t ra, const void *map) {
@@ -466,7 +466,7 @@ static uint32_t learn_rule(uintptr_t ra) {
  * libraries it was linked with, glibc never unloads them): a rule learnt
  * there holds for good, and is used without asking _dl_find_object. */
 #define PERMANENT_MAX 128
-static struct { uintptr_t lo, hi; } permanent[PERMANENT_MAX];
+static struct { uintptr_t lo, hi; } permanent[PERMANENT_MAX] BIG_BSS;
 static unsigned npermanent;
 
 static int note_permanent(struct dl_phdr_info *info, size_t size, void *arg) {
