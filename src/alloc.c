@@ -10,9 +10,10 @@
  *   os.c        the only code that calls mmap/mprotect/madvise/munmap.
  *               Memory is reserved (PROT_NONE, free of charge), committed
  *               (read/write, charged) on demand, purged (MADV_DONTNEED).
- *   pagemap.c   address -> span descriptor, two levels (L1 in .bss, L2
- *               reserved read-only and committed per 64 MiB of heap).  How
- *               free() finds a block's span, and proves a pointer is ours.
+ *   pagemap.c   address -> span descriptor: one flat array reserved
+ *               read-only and committed per 64 MiB of heap, two levels
+ *               (L1 in .bss) where it does not reach.  How free() finds a
+ *               block's span, and proves a pointer is ours.
  *   meta.c      span descriptors, heaps, arena records: never unmapped.
  *   arena.c     64 MiB aligned arenas, committed just ahead of use; the
  *               page heap: free page runs, binned, coalesced, purged after a
@@ -55,6 +56,10 @@
  * An empty bin takes its class's current span's whole free list; a free
  * into a full bin goes to the block's span, so no bin is ever walked and
  * a wave of same-size frees and mallocs within the bin moves no span.
+ * A heap that needs a new span looks in its span cache; before it takes
+ * one from the page heap, the full bins of the other classes go back to
+ * their spans and the spans that leaves empty are released (the classes
+ * a program stopped using give their pages to the new span).
  * A freed block holds its span's key in its second word (the descriptor's
  * address; XORed with a random key in the hardened build): a free
  * that finds the key there is a suspected double free, confirmed by a scan
