@@ -37,7 +37,14 @@
 #define EMPTY_ROW(x) [0 ... NCLASSES - 1] = x
 
 span_t lithe_empty_span = {.kind = SPAN_SMALL};
-heap_t lithe_empty_heap = {.bins = &lithe_empty_heap.bins_own, .current = {EMPTY_ROW(&lithe_empty_span)}};
+/* The heap of a thread that has none: only ever read (the slow paths test
+ * for it first).  Its initialiser holds pointers, so it is relocated at
+ * load; in .data.rel.ro it shares the page the dynamic linker writes for
+ * the GOT and turns read-only after, where in .data it took a page more
+ * of every process's RssAnon (docs/design.md, "lithe's own pages") and a
+ * stray write into it went unnoticed. */
+heap_t lithe_empty_heap __attribute__((section(".data.rel.ro"))) = {
+    .bins = &lithe_empty_heap.bins_own, .current = {EMPTY_ROW(&lithe_empty_span)}};
 __thread heap_t *lithe_tls_heap __attribute__((tls_model("initial-exec"))) = &lithe_empty_heap;
 /* The bins of this thread's heap (internal.h, heap_bins_t): all NULL and
  * every room 0 while the thread has no heap (before its first heap, and
