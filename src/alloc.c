@@ -46,13 +46,11 @@
  * malloc(n <= 32 KiB), the common case, with no lock and no atomic:
  *     heap = tls; c = lut[index(n)];
  *     block = heap->bin[c]; if (block) { heap->bin[c] = block->next; ... }
- * free(p), same thread:
- *     span = pagemap[p]; check p is a block start; if (span->owner == heap)
- *     push on heap->bin[span->bin_cls]; else the same push (this thread
- *     reuses the block) while that bin has room, or a CAS push on
- *     span->thread_free.  bin_cls is the class, or for 16-byte blocks a
- *     second list of the class, which malloc takes whole when its own is
- *     empty (internal.h, BIN_SPLIT_CLASSES).
+ * free(p), any thread:
+ *     span = pagemap[p]; check p is a block start; push on this thread's
+ *     heap->bin[span->bin_cls] (the class) whoever owns the block, while
+ *     that bin has room; else to the span: its free list (the owner's
+ *     free) or a CAS push on span->thread_free.
  * An empty bin takes its class's current span's whole free list; a free
  * into a full bin goes to the block's span, so no bin is ever walked and
  * a wave of same-size frees and mallocs within the bin moves no span.

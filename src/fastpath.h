@@ -40,8 +40,7 @@ static inline tls_bins_t *tls_bins(void) { return &lithe_tls_bins; }
 
 /* malloc: every small size (<= SMALL_MAX) is one table lookup away from
  * its class (internal.h, class_lut: by the size itself up to FINE_MAX,
- * by lut_index above); pop this thread's bin of that class
- * (for a class of two lists, when it is empty, take the frees' list).
+ * by lut_index above); pop this thread's bin of that class.
  * Before set-up (and on a thread without a heap) the bins are all NULL,
  * so the first malloc lands in the slow path that sets everything up.  A
  * block handed out keeps neither the free-list link (word 0) nor the free
@@ -53,73 +52,47 @@ static inline void *malloc_inline(size_t n) {
    * moved the block there at the end (one move more) */
   __asm__("" : "+d"(t));
 #endif
-  /* the class table's index: n itself up to FINE_MAX (internal.h), else
-   * the part of 16-byte steps.  An index, then one load, and a goto for
-   * the large sizes: with the two loads in a conditional expression GCC
-   * tested SMALL_MAX first, and with a class of 0 for "too large" it
-   * tested the class (two instructions more either way) */
-  size_t i = n;
-  if (unlikely(n > FINE_MAX)) {
+  /* the class: the table's entry n up to FINE_MAX (internal.h), else
+   * the part of 16-byte steps.  Each branch loads its bin and the cold
+   * one tests it too, so that GCC 12 keeps n in rdi and the block in rax
+   * on the hot one: with one index for both branches (`i = n`, then
+   * lut_index(n) above FINE_MAX) it moved n into rax first, and with the
+   * class alone in the branches it returned the block through a move
+   * (17 instructions either way, 16 so); the cold branch joins the hot
+   * one after its NULL test (20, where a join before it took 21).  With
+   * the two loads in a conditional expression GCC tested SMALL_MAX first,
+   * and with a class of 0 for "too large" it tested the class (two
+   * instructions more either way) */
+  unsigned c;
+  block_t *b;
+  if (likely(n <= FINE_MAX)) {
+    c = class_lut[n];
+    b = t->bin[c];
+  } else {
     if (n > SMALL_MAX) goto generic;
-    i = lut_index(n);
+    c = class_lut[lut_index(n)];
+    b = t->bin[c];
+    if (b == NULL) goto generic;
   }
-  {
-    unsigned c = class_lut[i];
-    block_t *b = t->bin[c];
-    if (likely(b != NULL)) {
-      lt_assert_block(pagemap_lookup(b), b); /* a corrupted bin stops here (Debug) */
-      /* heap profiling: one subtract and one compare (prof.c); b != NULL
-       * proves the thread has a heap of its own (the slow paths below
-       * load it) */
-      t->prof_left = (intptr_t)((uintptr_t)t->prof_left - n); /* wraps, never UB */
-      if (unlikely(t->prof_left < 0)) return prof_malloc(n, lithe_tls_heap); /* a tail jump */
+  if (likely(b != NULL)) {
+    lt_assert_block(pagemap_lookup(b), b); /* a corrupted bin stops here (Debug) */
+    /* heap profiling: one subtract and one compare (prof.c); b != NULL
+     * proves the thread has a heap of its own (the slow paths below
+     * load it) */
+    t->prof_left = (intptr_t)((uintptr_t)t->prof_left - n); /* wraps, never UB */
+    if (unlikely(t->prof_left < 0)) return prof_malloc(n, lithe_tls_heap); /* a tail jump */
 #if LITHE_SECURE
-      /* hardened build: a bad link leaves by a tail jump too (span.c), so
-       * nothing stays live across a call and no register is saved */
-      block_t *next = block_next(b);
-      if (unlikely(link_bad(next))) return lithe_bin_pop_corrupt(n, c, lithe_tls_heap, b);
-      t->bin[c] = next;
+    /* hardened build: a bad link leaves by a tail jump too (span.c), so
+     * nothing stays live across a call and no register is saved */
+    block_t *next = block_next(b);
+    if (unlikely(link_bad(next))) return lithe_bin_pop_corrupt(n, c, lithe_tls_heap, b);
+    t->bin[c] = next;
 #else
-      t->bin[c] = block_pop_next(b);
+    t->bin[c] = block_pop_next(b);
 #endif
-      t->bin_room[c]++;
-      block_clear(b); /* a block handed out holds no heap address */
-      return b;
-    }
-    /* a class of two lists (internal.h, BIN_SPLIT_CLASSES): the frees'
-     * list becomes the bin, unless a free found it full since the last
-     * refill (the slow path grows the capacity then).  n, not c, tested:
-     * classes 1..8 are 16 c bytes (with c, GCC kept the class in two
-     * registers, a move more on every malloc) */
-    __typeof__(&t->bin[0]) fbin = &t->bin[NCLASSES - 1];        /* indexed by c: */
-    __typeof__(&t->bin_room[0]) froom = &t->bin_room[NCLASSES - 1]; /* a displacement */
-    if (n <= 16 * BIN_SPLIT_CLASSES && likely((b = fbin[c]) != NULL)) {
-      heap_t *h = lithe_tls_heap;
-      if (likely(!h->bin_spilled[c])) {
-        lt_assert_block(pagemap_lookup(b), b);
-        t->prof_left = (intptr_t)((uintptr_t)t->prof_left - n);
-        if (unlikely(t->prof_left < 0)) return prof_malloc(n, h);
-        fbin[c] = NULL;
-        t->bin_room[c] = froom[c] + 1; /* its length less this block */
-        froom[c] = (int32_t)h->bin_cap[c];
-#if LITHE_SECURE
-        /* a bad link leaves by the tail jump as above (lithe_bin_pop_corrupt
-         * counts the block itself, so the room goes back one first): with
-         * block_pop_next's call here, GCC saved a register and set up a
-         * frame for the whole of malloc: callgrind-fastpath.sh 64.0/68.1 -> 59.0/63.1 */
-        block_t *next = block_next(b);
-        if (unlikely(link_bad(next))) {
-          t->bin_room[c]--;
-          return lithe_bin_pop_corrupt(n, c, h, b);
-        }
-        t->bin[c] = next;
-#else
-        t->bin[c] = block_pop_next(b);
-#endif
-        block_clear(b);
-        return b;
-      }
-    }
+    t->bin_room[c]++;
+    block_clear(b); /* a block handed out holds no heap address */
+    return b;
   }
   /* (sizes above ALLOC_MAX too: refused there, so that no call to
    * __errno_location sits in this function, for which clang 14 saved a

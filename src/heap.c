@@ -334,7 +334,7 @@ static inline block_t *peek_next(const block_t *b) {
  * not given back yet, whose blocks are this heap's bin's alone, in spans
  * that hold them (so never emptied or purged meanwhile). */
 static void give_back_lists(heap_t *h, block_t **list, unsigned n) {
-  block_t *ahead[HEAP_NBINS];
+  block_t *ahead[NCLASSES];
   memcpy(ahead, list, n * sizeof *ahead);
   unsigned j = 0; /* the cursor stepped last */
   for (unsigned i = 0; i < n; i++) {
@@ -360,32 +360,24 @@ _Static_assert(NCLASSES <= 64, "a class_set_t holds a bit per class");
 /* (a set's classes in order: for (m = set; m; m &= m - 1), c = ctz(m)) */
 static inline unsigned class_first(class_set_t m) { return (unsigned)__builtin_ctzll(m); }
 
-/* The bins of the classes in set back into their spans (both lists of a
- * class of two). */
+/* The bins of the classes in set back into their spans. */
 static void heap_bins_flush_set(heap_t *h, class_set_t set) {
   heap_bins_t *t = h->bins; /* once: give_back_lists leaves it */
-  block_t *list[HEAP_NBINS];
+  block_t *list[NCLASSES];
   unsigned n = 0;
   for (class_set_t m = set; m; m &= m - 1) {
-    unsigned c = class_first(m), f = bin_free_list(c);
-    block_t *b = t->bin[c], *fb = f != c ? t->bin[f] : NULL;
-    if (!b && !fb) continue;
+    unsigned c = class_first(m);
+    block_t *b = t->bin[c];
+    if (!b) continue;
     t->bin[c] = NULL;
     t->bin_room[c] = (int32_t)h->bin_cap[c];
-    if (b) list[n++] = b;
-    if (f != c) {
-      t->bin[f] = NULL;
-      t->bin_room[f] = (int32_t)h->bin_cap[c];
-      if (fb) list[n++] = fb;
-    }
+    list[n++] = b;
   }
-  lt_assert_cmp(n, <=, (unsigned)HEAP_NBINS);
+  lt_assert_cmp(n, <, (unsigned)NCLASSES);
   give_back_lists(h, list, n);
 }
 
 static void heap_bins_flush(heap_t *h) { heap_bins_flush_set(h, CLASSES_ALL); }
-
-static unsigned lists_of(unsigned cls) { return bin_free_list(cls) != cls ? 2 : 1; }
 
 /* The bytes heap h's bins may hold at their capacities, counted anew:
  * the assertions' check of h->bins_cap_bytes, which bin_grow reads (this
@@ -394,20 +386,19 @@ static unsigned lists_of(unsigned cls) { return bin_free_list(cls) != cls ? 2 : 
  * the 44 classes, 0.60M at 40 classes before -> 0.53M). */
 static __attribute__((unused)) size_t bins_cap_bytes(const heap_t *h) {
   size_t sum = 0;
-  for (unsigned c = 1; c < NCLASSES; c++) sum += (size_t)lists_of(c) * h->bin_cap[c] * class_size[c];
+  for (unsigned c = 1; c < NCLASSES; c++) sum += (size_t)h->bin_cap[c] * class_size[c];
   return sum;
 }
 
 /* Class c's capacity becomes cap, and the heap's sum with it. */
 static void bin_cap_set(heap_t *h, unsigned c, uint32_t cap) {
-  size_t per = (size_t)lists_of(c) * class_size[c];
+  size_t per = class_size[c];
   h->bins_cap_bytes = h->bins_cap_bytes - per * h->bin_cap[c] + per * cap;
   h->bin_cap[c] = cap;
 }
 
 /* The bins of the classes in set back to their first capacity, then
- * emptied (an empty list's room is its capacity: both lists' of a class
- * of two).  bin_spilled stays: the next refill grows a bin by the frees
+ * emptied (an empty bin's room is its capacity).  bin_spilled stays: the next refill grows a bin by the frees
  * that spilled before this too.  replay_python's peak is the same either
  * way (17,260-17,264 kB at 166bae5); replay_pythreads' was 8.8-15.8 MB in
  * 8 runs kept, 9.9-36.2 in 4 cleared. */
@@ -416,10 +407,7 @@ static void heap_bins_restart(heap_t *h, class_set_t set) {
     unsigned c = class_first(m);
     uint32_t cap0 = bin_first_cap(c);
     if (h->bin_cap[c] <= cap0) continue;
-    int32_t d = (int32_t)(h->bin_cap[c] - cap0);
-    unsigned f = bin_free_list(c);
-    h->bins->bin_room[c] -= d;
-    if (f != c) h->bins->bin_room[f] -= d;
+    h->bins->bin_room[c] -= (int32_t)(h->bin_cap[c] - cap0);
     bin_cap_set(h, c, cap0);
   }
   heap_bins_flush_set(h, set);
@@ -436,14 +424,10 @@ static NOINLINE void heap_bins_teardown(heap_t *h) {
   heap_bins_restart(h, CLASSES_ALL);
 }
 
-/* The blocks in heap h's lists of class c, from its rooms (another
+/* The blocks in heap h's bin of class c, from its rooms (another
  * thread's: a snapshot, read without ordering, as the span counts are). */
-static int64_t bins_held(heap_t *h, const int32_t room[HEAP_NBINS], unsigned c) {
-  int64_t cap = __atomic_load_n(&h->bin_cap[c], __ATOMIC_RELAXED);
-  int64_t n = cap - room[c];
-  unsigned f = bin_free_list(c);
-  if (f != c) n += cap - room[f];
-  return n;
+static int64_t bins_held(heap_t *h, const int32_t room[NCLASSES], unsigned c) {
+  return (int64_t)__atomic_load_n(&h->bin_cap[c], __ATOMIC_RELAXED) - room[c];
 }
 
 /* Bins decay like free page runs: when the page heap has run a purge pass
@@ -472,15 +456,14 @@ static inline void *bin_pop(heap_t *h, unsigned cls) {
  * look at the budget).  For the assertion in bin_grow. */
 static __attribute__((unused)) size_t bins_first_bytes(void) {
   size_t sum = 0;
-  for (unsigned c = 1; c < NCLASSES; c++) sum += (size_t)lists_of(c) * bin_first_cap(c) * class_size[c];
+  for (unsigned c = 1; c < NCLASSES; c++) sum += (size_t)bin_first_cap(c) * class_size[c];
   return sum;
 }
 
 /* The capacity: set at the first refill; when malloc finds the bin empty
  * after frees found it full, grown by as many blocks as spilled past it
  * (at least doubled), up to bin_max_cap, so that a wave of frees that
- * overflowed it fits the next time; the rooms of both lists of a class of
- * two grow with it.  Doubling alone took 8 rounds to grow a flushed bin
+ * overflowed it fits the next time.  Doubling alone took 8 rounds to grow a flushed bin
  * (heap_span_new: back to its first capacity) to a wave of 65,535 frees,
  * and tree_allocate (rounds of 65,535 nodes and as many payloads) flushed
  * every 4-5 rounds, so its bins never held a round: 2,847,349 of its
@@ -498,9 +481,8 @@ static uint32_t bin_grow(heap_t *h, unsigned cls) {
     cap = want < max ? (uint32_t)want : max;
     /* past BIN_HEAP_BYTES: the other classes' bins go back to their
      * spans, where the purge thread reaches what a pause leaves there.
-     * The growing class keeps its own: bin_refill's span and the list a
-     * swap just moved are its. */
-    if (cap > old && h->bins_cap_bytes + (size_t)lists_of(cls) * (cap - old) * class_size[cls] > BIN_HEAP_BYTES)
+     * The growing class keeps its own: bin_refill's span is its. */
+    if (cap > old && h->bins_cap_bytes + (size_t)(cap - old) * class_size[cls] > BIN_HEAP_BYTES)
       heap_bins_restart(h, CLASSES_ALL & ~CLASS_BIT(cls));
   }
   h->bin_spilled[cls] = 0;
@@ -509,8 +491,6 @@ static uint32_t bin_grow(heap_t *h, unsigned cls) {
   lt_assert_cmp(h->bins_cap_bytes, ==, bins_cap_bytes(h));
   lt_assert_cmp(h->bins_cap_bytes, <=, BIN_HEAP_BYTES + bins_first_bytes());
   h->bins->bin_room[cls] += (int32_t)(cap - old);
-  unsigned f = bin_free_list(cls);
-  if (f != cls) h->bins->bin_room[f] += (int32_t)(cap - old);
   return cap;
 }
 
@@ -544,16 +524,11 @@ static bool heap_bins_copy(heap_t *h, void *out, size_t off, size_t n) {
   return r != 0;
 }
 
-static bool heap_list_has(heap_t *h, unsigned list, const block_t *b);
 bool heap_bin_has(heap_t *h, unsigned cls, const block_t *b) {
-  unsigned f = bin_free_list(cls);
-  return heap_list_has(h, cls, b) || (f != cls && heap_list_has(h, f, b));
-}
-static bool heap_list_has(heap_t *h, unsigned list, const block_t *b) {
   /* may be another thread's bin: bounded, and every link is checked to be
    * a handed-out part of a small span before it is followed */
   const block_t *x;
-  if (!heap_bins_copy(h, &x, offsetof(heap_bins_t, bin) + list * sizeof x, sizeof x)) return false;
+  if (!heap_bins_copy(h, &x, offsetof(heap_bins_t, bin) + cls * sizeof x, sizeof x)) return false;
   for (uint32_t i = 0; x && i <= BIN_MAX_BLOCKS + 1; i++) {
     if (x == b) return true;
     span_t *t = pagemap_lookup(x);
@@ -888,10 +863,8 @@ static span_t *heap_adopt(heap_t *h, unsigned cls) {
 static NOINLINE void heap_retire_idle(heap_t *h, unsigned keep) {
   heap_bins_t *t = h->bins;
   class_set_t full = 0;
-  for (unsigned c = 1; c < NCLASSES; c++) {
-    unsigned f = bin_free_list(c);
-    if (t->bin[f] && t->bin_room[f] <= 0) full |= CLASS_BIT(c);
-  }
+  for (unsigned c = 1; c < NCLASSES; c++)
+    if (t->bin[c] && t->bin_room[c] <= 0) full |= CLASS_BIT(c);
   full &= ~CLASS_BIT(keep);
   if (!full) return;
   heap_bins_restart(h, full);
@@ -1053,16 +1026,6 @@ void *heap_malloc_class(heap_t *h, unsigned cls) {
     if (prof_due(h, class_size[cls])) return prof_malloc(class_size[cls], h);
   }
   if (h->bins->bin[cls]) return bin_pop(h, cls); /* memalign's way in */
-  unsigned f = bin_free_list(cls);
-  if (f != cls && h->bins->bin[f]) { /* malloc_inline's swap (a class of two lists), after a spill: grown */
-    heap_bins_t *t = h->bins;
-    t->bin[cls] = t->bin[f];
-    t->bin[f] = NULL;
-    t->bin_room[cls] = t->bin_room[f];
-    t->bin_room[f] = (int32_t)h->bin_cap[cls];
-    bin_grow(h, cls);
-    return bin_pop(h, cls);
-  }
   heap_decay(h);
   for (;;) {
     span_t *s = h->current[cls];
@@ -1402,7 +1365,7 @@ void heaps_binned(uint64_t out[NCLASSES]) {
   memset(out, 0, NCLASSES * sizeof out[0]);
   pthread_mutex_lock(&heaps_lock);
   for (heap_t *h = all_heaps; h; h = h->next_all) {
-    int32_t room[HEAP_NBINS];
+    int32_t room[NCLASSES];
     if (!heap_bins_copy(h, room, offsetof(heap_bins_t, bin_room), sizeof room)) continue;
     for (unsigned c = 1; c < NCLASSES; c++) {
       int64_t n = bins_held(h, room, c);

@@ -314,8 +314,7 @@ typedef struct span_s {
   uint8_t kind;
   uint8_t dirty;             /* FREE runs: pages may be resident         */
   uint8_t bin_cls;           /* small: the bin free() pushes its blocks on
-                                in the freeing thread's heap: cls (or
-                                bin_free_list(cls), a class of two lists), or
+                                in the freeing thread's heap: cls, or
                                 0 for a first-class heap's span (bin 0 is
                                 never used and never has room, so such a
                                 free leaves the fast path: heap_bin_spill) */
@@ -525,26 +524,7 @@ typedef struct span_list_s {
 
 /* ---- thread heap ------------------------------------------------------- */
 
-/* Classes 1 .. BIN_SPLIT_CLASSES (16 bytes) have two lists a heap, as
- * mimalloc's free and local_free: free pushes on bin[NCLASSES - 1 +
- * cls] (its span's bin_cls), malloc pops bin[cls] and, when that is
- * empty, takes the frees' list whole as its own.  So the malloc after a free never reads a
- * word that free wrote: that free's class, and with it the address of its
- * stores, comes from the span, two loads after the pointer, while the
- * next malloc's comes from the size at once, and a load run ahead of those
- * stores was found stale and redone (docs/design.md, "churn: free's bin
- * address comes late": its loop took 24.4 TSC ticks an iteration by the
- * median of 20 processes' median windows, 22.0 with two lists).  Not
- * above: the swap costs about 10 instructions, once per trip through the
- * blocks in circulation, and a loop of one malloc and its free keeps
- * only the refill's blocks circulating, 512 bytes of them (the first
- * slice): 32 of 16 bytes (+0.5 instructions a pair), 1 from 512 bytes
- * up (+11 with two lists in every class: 65.0 against 54.0,
- * fastpath-sweep.sh). */
-#define BIN_SPLIT_CLASSES 1
-#define HEAP_NBINS (NCLASSES + BIN_SPLIT_CLASSES)
-_Static_assert(BIN_SPLIT_CLASSES <= 8, "classes 1..8 are 16..128 bytes (sizeclass.c)");
-_Static_assert(HEAP_NBINS <= 256, "span_t.bin_cls is a uint8_t");
+_Static_assert(NCLASSES <= 256, "span_t.bin_cls is a uint8_t");
 /* A thread heap's bins live in the thread's initial-exec TLS block
  * (lithe_tls_bins, heap.c), so that malloc and free address them as
  * %fs:(offset, class, 8) from the TLS offset alone, without loading the
@@ -552,15 +532,12 @@ _Static_assert(HEAP_NBINS <= 256, "span_t.bin_cls is a uint8_t");
  * instructions go").  A heap reaches its bins through heap_t.bins: its
  * thread's TLS block while it is a live thread heap, its own bins_own
  * otherwise (lithe_heap_t's, the shared empty and fallback heaps, a heap
- * in the pool).  512 bytes of static TLS.  malloc pops bin[cls], the
- * owner's free pushes on bin[span->bin_cls]: the same list, or for
- * classes up to BIN_SPLIT_CLASSES the frees' list bin[NCLASSES - 1 +
- * cls].  bin_room of a list: pushes left before it is full, bin_cap less
- * its length (for the malloc's list of two, only that: no free pushes
- * there). */
+ * in the pool).  malloc pops bin[cls], the owner's free pushes on
+ * bin[span->bin_cls], the same list.  bin_room: pushes left before it is
+ * full, bin_cap less its length. */
 typedef struct heap_bins_s {
-  block_t *bin[HEAP_NBINS];           /* free blocks of the class, LIFO  */
-  int32_t bin_room[HEAP_NBINS];       /* pushes left before it is full   */
+  block_t *bin[NCLASSES];             /* free blocks of the class, LIFO  */
+  int32_t bin_room[NCLASSES];         /* pushes left before it is full   */
   /* Bytes left before the next heap-profile sample: malloc subtracts its
    * size and goes to prof.c when this drops below 0 (prof.c sets it to
    * INTPTR_MAX when profiling is off, so that never happens). */
@@ -571,8 +548,7 @@ typedef struct heap_s {
   heap_bins_t *bins;                  /* &lithe_tls_bins of its thread, or
                                          &bins_own (see heap_bins_t)     */
   uint32_t bin_cap[NCLASSES];         /* capacity (0: not set yet)       */
-  size_t bins_cap_bytes;              /* the sum of bin_cap x block size
-                                         (x 2 for a class of two lists) */
+  size_t bins_cap_bytes;              /* the sum of bin_cap x block size */
   uint32_t bin_spilled[NCLASSES];     /* frees that found it full since
                                          the last refill (heap.c, bin_grow) */
   intptr_t spill_left;                /* bytes more such frees, all classes,
@@ -780,11 +756,6 @@ size_t meta_purged_bytes(void) INTERNAL;  /* descriptor pages given back now */
 /* sizeclass.c */
 extern const uint8_t class_lut[LUT_ENTRIES] INTERNAL;
 extern uint32_t class_size[NCLASSES] INTERNAL;
-/* The list free() pushes a block of class cls on in a thread heap (its
- * span's bin_cls): cls, or its second list for a class of two. */
-static inline unsigned bin_free_list(unsigned cls) {
-  return cls <= BIN_SPLIT_CLASSES ? NCLASSES - 1 + cls : cls;
-}
 extern uint32_t class_span_bytes[NCLASSES] INTERNAL;
 extern uint32_t class_first_span_bytes[NCLASSES] INTERNAL;
 void sizeclass_init(void) INTERNAL;

@@ -16,7 +16,7 @@ void span_init_small(span_t *s, unsigned cls) {
   lt_assert_v(((uintptr_t)s->start & (PAGE_SIZE - 1)) == 0, (uintptr_t)s->start);
   span_set_kind(s, SPAN_SMALL);
   s->cls = (uint8_t)cls;
-  s->bin_cls = (uint8_t)bin_free_list(cls); /* heap_malloc_class: 0 in a first-class heap */
+  s->bin_cls = (uint8_t)cls; /* heap_malloc_class: 0 in a first-class heap */
   s->block_size = size;
   s->capacity = (uint32_t)(s->bytes / size);
   /* Lemire's divisibility test: off % size == 0  <=>  off * M < M, with

@@ -1,16 +1,18 @@
-/* regress_split_bin CASE — the 16-byte class has two lists a heap
- * (internal.h, BIN_SPLIT_CLASSES): free pushes on the frees' list, malloc pops
- * its own and takes the frees' list whole when that is empty.  malloc
- * counts its own list's room and free the other's, so:
+/* regress_split_bin CASE — the 16-byte class's bin: its counts and the
+ * double-free check of blocks deep in it.  Written for the two lists the
+ * class had from 550ce8f to 2026-12-06 (free pushed on a second list that
+ * malloc took whole when its own ran dry, and each side kept its own
+ * room; docs/design.md, "The 16-byte class: one list again"); kept for
+ * the one list, whose counts and scans the cases check as well:
  *
  *   count        mallinfo2's uordblks follows the live 16-byte blocks
- *                exactly while free blocks sit in either list (both are
- *                counted as free): after mallocs, frees, mallocs that take
- *                the frees' list, and the frees of everything
- *   frees_list   a block freed twice while it sits in the frees' list,
- *                not at its head: "double free" with its address
- *   malloc_list  a block freed twice after malloc took the frees' list as
- *                its own (the block deep in it): the same report
+ *                exactly while free blocks sit in the bin (counted as
+ *                free): after mallocs, frees, mallocs that take them
+ *                back, and the frees of everything
+ *   frees_list   a block freed twice while it sits in the bin, not at
+ *                its head: "double free" with its address
+ *   malloc_list  a block freed twice after mallocs took blocks from the
+ *                bin again (the block deep in it): the same report
  *
  * The two misuse cases run in a child (this program re-executed with
  * "child CASE"), which prints "ADDR <p>" and commits the double free. */
@@ -36,9 +38,9 @@ static int count(void) {
   size_t base = used();
   for (int i = 0; i < N; i++) CHECK((blk[i] = malloc(SZ)) != NULL);
   expect("3000 malloc(8)", base, N);
-  for (int i = 0; i < 1000; i++) free(blk[i]); /* into the frees' list */
+  for (int i = 0; i < 1000; i++) free(blk[i]); /* into the bin, then the span */
   expect("1000 of them freed", base, N - 1000);
-  for (int i = 0; i < 1000; i++) CHECK((blk[i] = malloc(SZ)) != NULL); /* the bin, then the swap */
+  for (int i = 0; i < 1000; i++) CHECK((blk[i] = malloc(SZ)) != NULL); /* the bin, then a refill */
   expect("1000 malloc(8) more", base, N);
   for (int i = 0; i < 500; i++) free(blk[i]);
   for (int i = 0; i < 200; i++) CHECK((blk[i] = malloc(SZ)) != NULL);
@@ -64,12 +66,11 @@ static int child(const char *name) {
     free(blk[0]);
   } else {
     for (int i = 0; i < K; i++) free(blk[i]);
-    /* malloc until the frees' list has become the bin: its head, the last
-     * block freed, comes back first */
+    /* malloc until the bin's head, the last block freed, comes back */
     void *q = NULL;
     for (int i = 0; i < 100000 && q != blk[K - 1]; i++) q = malloc(SZ);
     CHECKF(q == blk[K - 1], "the last block freed (%p) never came back", blk[K - 1]);
-    announce(blk[0]); /* the first freed: the end of that list, still free */
+    announce(blk[0]); /* the first freed: the end of the bin, still free */
     free(blk[0]);
   }
   printf("after: no report\n");

@@ -7,10 +7,6 @@
  *               its link decodes outside the span
  *   uaf_link    a freed block's link overwritten through a stale pointer
  *               (with the address of a fake block on the stack)
- *   uaf_link_swap  the same in the 16-byte class, whose frees go on a
- *               second list that malloc takes whole when its own is empty:
- *               the bad link is found in that swap (malloc_inline's other
- *               pop), reported with the block
  *   double_free a block freed, handed out again, freed through the stale
  *               pointer, then freed by its new owner: "double free"
  *   random      not a misuse: fresh spans hand blocks out in a random
@@ -38,7 +34,6 @@ typedef struct { const char *name, *op, *kind; } scase;
 static const scase cases[] = {
     {"overflow", "malloc", "free list corrupted"},
     {"uaf_link", "malloc", "free list corrupted"},
-    {"uaf_link_swap", "malloc", "free list corrupted"},
     {"double_free", "free", "double free"},
 };
 
@@ -73,18 +68,6 @@ static void run_case(void *arg) {
     memcpy(p, &f, sizeof f); /* the stale write: point the list at `fake` */
     sink = malloc(48);       /* pops p */
     sink = malloc(48);       /* would hand out `fake` */
-  } else if (strcmp(name, "uaf_link_swap") == 0) {
-    char *p = malloc(16), *q = malloc(16);
-    free(p);
-    free(q); /* the frees' list: q, then p */
-    announce(q);
-    static char fake[64] __attribute__((aligned(16)));
-    char *f = fake;
-    memcpy(q, &f, sizeof f); /* the stale write: q's link points at `fake` */
-    /* no free in between: malloc's own list runs dry within a refill (at
-     * most its first capacity) and the next malloc takes the frees' list
-     * with q at its head, decoding q's link */
-    for (int i = 0; i < 1 << 16; i++) sink = malloc(16);
   } else if (strcmp(name, "double_free") == 0) {
     char *p = malloc(64);
     free(p);

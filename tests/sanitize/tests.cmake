@@ -47,7 +47,7 @@ endfunction()
 # ---- the hardened build (build/liblithe-secure.so) catches ... --------------
 if(TARGET lithe-secure)
   lithe_shared_exe(test-secure sanitize/secure.c lithe-secure)
-  foreach(c overflow uaf_link uaf_link_swap double_free random neighbours userheap)
+  foreach(c overflow uaf_link double_free random neighbours userheap)
     lithe_add_test(secure_${c} TARGET test-secure ARGS ${c} TIMEOUT 60)
   endforeach()
 endif()
