@@ -398,10 +398,11 @@ static void bin_cap_set(heap_t *h, unsigned c, uint32_t cap) {
 }
 
 /* The bins of the classes in set back to their first capacity, then
- * emptied (an empty bin's room is its capacity).  bin_spilled stays: the next refill grows a bin by the frees
- * that spilled before this too.  replay_python's peak is the same either
- * way (17,260-17,264 kB at 166bae5); replay_pythreads' was 8.8-15.8 MB in
- * 8 runs kept, 9.9-36.2 in 4 cleared. */
+ * emptied (an empty bin's room is its capacity).  bin_spilled stays: the
+ * next refill grows a bin by the frees that spilled before this too.
+ * replay_python's peak is the same either way (17,260-17,264 kB at
+ * 166bae5); replay_pythreads' was 8.8-15.8 MB in 8 runs kept, 9.9-36.2
+ * in 4 cleared. */
 static void heap_bins_restart(heap_t *h, class_set_t set) {
   for (class_set_t m = set; m; m &= m - 1) {
     unsigned c = class_first(m);
@@ -463,13 +464,13 @@ static __attribute__((unused)) size_t bins_first_bytes(void) {
 /* The capacity: set at the first refill; when malloc finds the bin empty
  * after frees found it full, grown by as many blocks as spilled past it
  * (at least doubled), up to bin_max_cap, so that a wave of frees that
- * overflowed it fits the next time.  Doubling alone took 8 rounds to grow a flushed bin
- * (heap_span_new: back to its first capacity) to a wave of 65,535 frees,
- * and tree_allocate (rounds of 65,535 nodes and as many payloads) flushed
- * every 4-5 rounds, so its bins never held a round: 2,847,349 of its
- * 3,145,680 frees a run spilled to the spans, which went back to the page
- * heap and were carved again (regress_bin_wave).  Measured in
- * docs/design.md ("Single-threaded rows behind mimalloc"). */
+ * overflowed it fits the next time.  Doubling alone took 8 rounds to grow
+ * a flushed bin (heap_span_new: back to its first capacity) to a wave of
+ * 65,535 frees, and tree_allocate (rounds of 65,535 nodes and as many
+ * payloads) flushed every 4-5 rounds, so its bins never held a round:
+ * 2,847,349 of its 3,145,680 frees a run spilled to the spans, which went
+ * back to the page heap and were carved again (regress_bin_wave).
+ * Measured in docs/design.md ("Single-threaded rows behind mimalloc"). */
 static uint32_t bin_grow(heap_t *h, unsigned cls) {
   uint32_t old = h->bin_cap[cls], cap = old;
   if (!cap) {

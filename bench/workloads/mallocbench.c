@@ -1289,7 +1289,7 @@ int main(int argc, char **argv) {
     printf("Minor Faults:\t%ld per run\n", faults);
   }
   if (g_quick) printf("# note: --quick sizes (not for claims)\n");
-  if (g_scale != 1.0) printf("# note: --scale %g (work amount, not BENCHSPEC's full size)\n", g_scale);
+  if (g_scale != 1.0) printf("# note: --scale %g (work amount, not the workload's full size)\n", g_scale);
   if (parallel) printf("# note: %d threads\n", g_nthreads);
   return g_sink == 0xdeadbeefcafef00dull; /* never: keeps g_sink live */
 }
