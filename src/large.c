@@ -148,7 +148,10 @@ static bool lcache_put(span_t *s) {
   for (unsigned i = 0; i < LCACHE_SLOTS; i++) {
     if (atomic_load_explicit(&c->slot[i], memory_order_relaxed)) continue;
     span_set_kind(s, SPAN_CACHED);
-    s->dirty = 1;
+    s->dirty = 1; /* all of it may hold the block's bytes (large_run) */
+    s->dirty_lo = s->start;
+    s->dirty_hi = s->start + s->bytes;
+    s->dirty_n = s->bytes;
     c->npages[i] = s->bytes >> PAGE_SHIFT;
     c->start[i] = s->start;
     atomic_store_explicit(&c->seen_ms[i], 0, memory_order_relaxed);
@@ -814,8 +817,13 @@ static void *large_run(span_t *s, size_t size, bool zero) {
   atomic_store_explicit(&s->owner, NULL, memory_order_relaxed);
   atomic_fetch_add_explicit(&stat_large_live, 1, memory_order_relaxed);
   if (zero && s->dirty) {
+    /* only the window of pages that may hold old bytes (arena.c): the
+     * rest read as zero, as the fresh pages of a run extended at an
+     * arena's top (arena_carve), which a whole memset would fault in */
+    char *end = s->start + size, *hi = s->dirty_hi < end ? s->dirty_hi : end;
+    lt_assert_v(s->dirty_lo >= s->start, (uintptr_t)s->dirty_lo);
     lt_vg_writable(s->start, size); /* valgrind build: freed blocks' pages */
-    memset(s->start, 0, size);
+    if (s->dirty_lo < hi) memset(s->dirty_lo, 0, (size_t)(hi - s->dirty_lo));
   }
   return s->start;
 }
