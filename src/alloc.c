@@ -17,7 +17,8 @@
  *   meta.c      span descriptors, heaps, arena records: never unmapped.
  *   arena.c     64 MiB aligned arenas, committed just ahead of use; the
  *               page heap: free page runs, binned, coalesced, purged after a
- *               delay.  One lock, off the hot path.
+ *               delay; a run that none holds extends the free run at an
+ *               arena's top.  One lock, off the hot path.
  *   sizeclass.c 44 small classes, 16 B .. 32 KiB, rounding <= 20 % of a block.
  *   span.c      a span = pages holding blocks of one class: an owner-only
  *               free list, an atomic list for frees from other threads,

@@ -10,7 +10,9 @@
  * Pages come back as free runs: span descriptors of kind SPAN_FREE, binned
  * by length (exact bins for 1..63 pages, one list above), coalesced with
  * their neighbours through the pagemap (a free run's first and last page
- * map to it).  Free runs keep their pages until they have been free for
+ * map to it).  A run that no free run holds takes the free run at an
+ * arena's top, if one ends at the bump pointer, and only the pages it
+ * lacks from above it (arena_carve).  Free runs keep their pages until they have been free for
  * LITHE_PURGE_DELAY_MS (reuse before giving back: a fault costs 13-16 us
  * here), then madvise(DONTNEED) returns them; lithe_collect(true) does it
  * at once, and also gives back the commit of free runs at an arena's top.
