@@ -12,10 +12,11 @@
  * their neighbours through the pagemap (a free run's first and last page
  * map to it).  A run that no free run holds takes the free run at an
  * arena's top, if one ends at the bump pointer, and only the pages it
- * lacks from above it (arena_carve).  Free runs keep their pages until they have been free for
- * LITHE_PURGE_DELAY_MS (reuse before giving back: a fault costs 13-16 us
- * here), then madvise(DONTNEED) returns them; lithe_collect(true) does it
- * at once, and also gives back the commit of free runs at an arena's top.
+ * lacks from above it (arena_carve).  Free runs keep their pages until
+ * they have been free for LITHE_PURGE_DELAY_MS (reuse before giving
+ * back: a fault costs 13-16 us here), then madvise(DONTNEED) returns
+ * them; lithe_collect(true) does it at once, and also gives back the
+ * commit of free runs at an arena's top.
  *
  * One lock guards it all: the page heap is off the hot path (a thread
  * takes whole spans from it, ~64 KiB at a time, and caches empty ones). */
@@ -166,14 +167,8 @@ static inline size_t npages_of(const span_t *s) { return s->bytes >> PAGE_SHIFT;
  * outside that window read as zero.  A split gives each part the window's
  * piece in it, and the count, at most that piece (so an upper bound: the
  * limit is never passed for a count too low); a merge joins the windows
- * and adds the counts; a purge purges only the window. */
-static inline void run_dirty_all(span_t *s) {
-  s->dirty = 1;
-  s->dirty_lo = s->start;
-  s->dirty_hi = s->start + s->bytes;
-  s->dirty_n = s->bytes;
-}
-
+ * and adds the counts; a purge purges only the window.  (run_dirty_all,
+ * internal.h: the whole run, as large.c's run cache needs it too.) */
 static inline void run_clean(span_t *s) {
   s->dirty = 0;
   s->dirty_lo = s->dirty_hi = NULL;
@@ -513,10 +508,9 @@ static span_t *arena_carve(size_t npages, bool top_ok) {
   for (a = top_ok ? arenas : NULL; a; a = a->next) {
     if (a->bump == a->base) continue;
     span_t *t = free_neighbour(a, a->bump - PAGE_SIZE, a->bump, true);
-    size_t more = t ? bytes - t->bytes : 0;
-    if (!t || t->bytes >= bytes || (size_t)(a->base + a->size - a->bump) < more ||
-        !arena_commit_to(a, a->bump + more))
-      continue;
+    if (!t || t->bytes >= bytes) continue;
+    size_t more = bytes - t->bytes;
+    if ((size_t)(a->base + a->size - a->bump) < more || !arena_commit_to(a, a->bump + more)) continue;
     bin_remove(t);
     t->bytes = bytes; /* (its window of resident pages stays where it was) */
     a->bump += more;

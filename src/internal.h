@@ -371,6 +371,14 @@ static inline char *span_bump(const span_t *s) {
 static inline void span_set_bump(span_t *s, char *bump) {
   __atomic_store_n(&s->bump, bump, __ATOMIC_RELAXED);
 }
+/* All of run s may hold resident pages: its window (span_t.dirty_lo,
+ * dirty_hi, dirty_n; arena.c) is the whole run. */
+static inline void run_dirty_all(span_t *s) {
+  s->dirty = 1;
+  s->dirty_lo = s->start;
+  s->dirty_hi = s->start + s->bytes;
+  s->dirty_n = s->bytes;
+}
 /* free()'s reads of words another thread may write (carved_lim, owner),
  * which take whatever value they find, as a relaxed load does: under TSan
  * a relaxed atomic load, elsewhere a plain load.  The machine code of the

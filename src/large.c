@@ -148,10 +148,7 @@ static bool lcache_put(span_t *s) {
   for (unsigned i = 0; i < LCACHE_SLOTS; i++) {
     if (atomic_load_explicit(&c->slot[i], memory_order_relaxed)) continue;
     span_set_kind(s, SPAN_CACHED);
-    s->dirty = 1; /* all of it may hold the block's bytes (large_run) */
-    s->dirty_lo = s->start;
-    s->dirty_hi = s->start + s->bytes;
-    s->dirty_n = s->bytes;
+    run_dirty_all(s); /* all of it may hold the block's bytes (large_run) */
     c->npages[i] = s->bytes >> PAGE_SHIFT;
     c->start[i] = s->start;
     atomic_store_explicit(&c->seen_ms[i], 0, memory_order_relaxed);
