@@ -29,6 +29,14 @@ if(CMAKE_BUILD_TYPE STREQUAL "Debug" OR LITHE_DEBUG)
   target_compile_definitions(test-regress_meta_purge PRIVATE LITHE_DEBUG=1)
 endif()
 
+# a bin given back by runs leaves each span as block-by-block pushes do
+# (white box; the Debug build also runs lithe_verify)
+lithe_add_test(regress_flush_runs SOURCES sanitize/regress_flush_runs.c LINK static TIMEOUT 60)
+target_include_directories(test-regress_flush_runs PRIVATE ${PROJECT_SOURCE_DIR}/src)
+if(CMAKE_BUILD_TYPE STREQUAL "Debug" OR LITHE_DEBUG)
+  target_compile_definitions(test-regress_flush_runs PRIVATE LITHE_DEBUG=1)
+endif()
+
 # a sparse pagemap level whose next piece's place is taken (white box)
 lithe_add_test(regress_pagemap_sparse SOURCES sanitize/regress_pagemap_sparse.c LINK static TIMEOUT 60)
 target_include_directories(test-regress_pagemap_sparse PRIVATE ${PROJECT_SOURCE_DIR}/src)

@@ -1,0 +1,219 @@
+/* regress_flush_runs (white box: linked with liblithe.a, the Debug one in
+ * the Debug build, which also runs lithe_verify) — a bin given back to its
+ * spans (heap.c, give_back_lists) leaves every span exactly as one
+ * span_push per block in the bin's order would: the blocks of a span at
+ * the head of its free list in reverse bin order, its free and used
+ * counts moved by as many, a full span refiled once 1/16 of it is freed,
+ * an emptied span released.  The walk pushes a span's blocks that lie
+ * next to each other in the bin as one run and looks up only a block
+ * outside the run's span, so the bin here mixes every case a run must
+ * end on:
+ *
+ *   full   half of the blocks of a full span, in a row: more than the
+ *          1/16 that brings its slow path (the run is cut there and goes
+ *          on after it)
+ *   mixed  blocks of two spans, one of each in turn (runs of one)
+ *   remote a block of another thread's heap (to its span's thread_free)
+ *          between two blocks of one span: the run before it is closed,
+ *          and the block after it starts a run of its own
+ *   empty  every block a span has out: the span is released
+ *
+ * All of it is freed into the bin (grown first so that it holds them all:
+ * no free spills), then lithe_collect(false) gives the bin back, and each
+ * span's free list is compared block by block with the model. */
+#include "testutil.h"
+#include "internal.h"
+
+#include <pthread.h>
+
+enum { SZ = 1024, WAVE = 1500, MAXS = 64, NREMOTE = 8 };
+static void *blk[WAVE];
+static void *remote_blk[NREMOTE];
+static pthread_barrier_t bar;
+
+static void *remote_thread(void *arg) {
+  (void)arg;
+  /* past the first allocations, which the shared fallback heap serves:
+   * its blocks then come from the thread's own heap */
+  enum { PAST_HEAPLESS = 64 }; /* > heap.c's HEAPLESS_ALLOCS */
+  static void *first[PAST_HEAPLESS];
+  for (int i = 0; i < PAST_HEAPLESS; i++) CHECK((first[i] = malloc(16)) != NULL);
+  for (int i = 0; i < NREMOTE; i++) CHECK((remote_blk[i] = malloc(SZ)) != NULL);
+  pthread_barrier_wait(&bar); /* its blocks are out */
+  pthread_barrier_wait(&bar); /* main is done: the thread may end */
+  for (int i = 0; i < PAST_HEAPLESS; i++) free(first[i]);
+  return NULL;
+}
+
+/* the model of one span of this heap */
+typedef struct {
+  span_t *s;
+  block_t *before[2048]; /* its free list before the flush */
+  unsigned nbefore;
+  block_t *binned[2048]; /* its blocks in the bin, in bin order */
+  unsigned nbinned;
+  uint32_t used;
+} model_t;
+static model_t m[MAXS];
+static unsigned nm;
+
+static model_t *model_of(span_t *s) {
+  for (unsigned i = 0; i < nm; i++)
+    if (m[i].s == s) return &m[i];
+  CHECKF(nm < MAXS, "more than %d spans", MAXS);
+  model_t *x = &m[nm++];
+  x->s = s;
+  x->used = s->used;
+  for (block_t *b = s->free; b; b = block_next(b)) {
+    CHECKF(x->nbefore < 2048, "span %p: free list longer than 2048", (void *)s);
+    x->before[x->nbefore++] = b;
+  }
+  return x;
+}
+
+static span_t *span_of(void *p) { return pagemap_lookup(p); }
+
+int main(void) {
+  unsigned cls = size_class(SZ);
+  /* waves of mallocs and frees grow the bin past WAVE (a refill grows it
+   * by the frees that spilled past it since the last) */
+  for (int round = 0; round < 6; round++) {
+    for (int i = 0; i < WAVE; i++) CHECK((blk[i] = malloc(SZ)) != NULL);
+    for (int i = 0; i < WAVE; i++) free(blk[i]);
+  }
+  for (int i = 0; i < WAVE; i++) CHECK((blk[i] = malloc(SZ)) != NULL);
+  heap_t *h = lithe_tls_heap;
+  CHECKF(h->bin_cap[cls] >= WAVE, "bin capacity %u after the waves, want %d or more", h->bin_cap[cls], WAVE);
+  lithe_collect(false); /* the bin empty, the waves' spans refiled */
+  CHECKF(lithe_tls_bins.bin[cls] == NULL, "the bin holds blocks after lithe_collect");
+
+  CHECK(pthread_barrier_init(&bar, NULL, 2) == 0);
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, remote_thread, NULL) == 0);
+  pthread_barrier_wait(&bar);
+
+  /* this heap's spans and the blocks each has out, in address order */
+  span_t *spans[MAXS];
+  unsigned ns = 0, out[MAXS] = {0};
+  for (int i = 0; i < WAVE; i++) {
+    span_t *s = span_of(blk[i]);
+    CHECKF(atomic_load(&s->owner) == h, "block %p: not this heap's", blk[i]);
+    unsigned k = 0;
+    while (k < ns && spans[k] != s) k++;
+    if (k == ns) {
+      CHECK(ns < MAXS);
+      spans[ns++] = s;
+    }
+    out[k]++;
+  }
+  /* the cases' spans: a full one whose blocks are all ours, two more,
+   * one to empty (not the current span, which is never released; full or
+   * not) */
+  int full = -1, mixed_a = -1, mixed_b = -1, empty = -1;
+  for (unsigned k = 0; k < ns; k++) {
+    span_t *s = spans[k];
+    bool all_ours = out[k] == s->used;
+    if (full < 0 && s->full && all_ours && s->used > s->capacity / 16 + 2) full = (int)k;
+    else if (empty < 0 && all_ours && h->current[cls] != s) empty = (int)k;
+    else if (mixed_a < 0) mixed_a = (int)k;
+    else if (mixed_b < 0) mixed_b = (int)k;
+  }
+  CHECKF(full >= 0 && mixed_a >= 0 && mixed_b >= 0 && empty >= 0,
+         "spans for the cases not found among %u: full %d mixed %d/%d empty %d", ns, full, mixed_a, mixed_b,
+         empty);
+  printf("%u spans of %u-byte blocks; full span %p (%u of %u out), empty span %p (%u out)\n", ns,
+         (unsigned)SZ, (void *)spans[full], spans[full]->used, spans[full]->capacity, (void *)spans[empty],
+         spans[empty]->used);
+
+  /* the frees, in the order the bin will hold them reversed (LIFO): the
+   * first freed ends the bin */
+  void *order[WAVE + NREMOTE];
+  unsigned no = 0;
+  unsigned half = spans[full]->used / 2; /* past its 1/16, and it stays in use */
+  for (int i = 0; i < WAVE && no < half; i++)
+    if (span_of(blk[i]) == spans[full]) order[no++] = blk[i];
+  void *a[WAVE], *b[WAVE];
+  unsigned na = 0, nb = 0;
+  for (int i = 0; i < WAVE; i++) {
+    if (span_of(blk[i]) == spans[mixed_a] && na < WAVE) a[na++] = blk[i];
+    if (span_of(blk[i]) == spans[mixed_b] && nb < WAVE) b[nb++] = blk[i];
+  }
+  unsigned pairs = nb < na - NREMOTE - 1 ? nb : na - NREMOTE - 1; /* a's last for the remote case */
+  CHECKF(na > NREMOTE + 1 && pairs >= 8, "span a has %u blocks out, span b %u", na, nb);
+  for (unsigned i = 0; i < pairs; i++) {
+    order[no++] = a[i];
+    order[no++] = b[i];
+  }
+  for (int i = 0; i < WAVE; i++)
+    if (span_of(blk[i]) == spans[empty]) order[no++] = blk[i];
+  /* remote blocks between blocks of one span: a's next ones */
+  unsigned ra = pairs;
+  for (int r = 0; r < NREMOTE; r++) {
+    order[no++] = a[ra++];
+    order[no++] = remote_blk[r];
+  }
+  order[no++] = a[ra++];
+  int32_t room0 = lithe_tls_bins.bin_room[cls];
+  CHECKF(room0 >= (int32_t)no, "bin room %d for %u frees", room0, no);
+  for (unsigned i = 0; i < no; i++) free(order[i]);
+
+  /* the model: each span of this heap, its list before and its blocks in
+   * the bin; the other heap's blocks counted apart */
+  unsigned nbin = 0, nremote = 0;
+  for (block_t *x = lithe_tls_bins.bin[cls]; x; x = block_next(x), nbin++) {
+    span_t *s = span_of(x);
+    if (atomic_load(&s->owner) != h) {
+      nremote++;
+      continue;
+    }
+    model_t *mm = model_of(s);
+    CHECK(mm->nbinned < 2048);
+    mm->binned[mm->nbinned++] = x;
+  }
+  CHECKF(nbin == no, "the bin holds %u blocks, %u were freed into it", nbin, no);
+  CHECKF(nremote == NREMOTE, "%u of the other heap's blocks in the bin, want %d", nremote, NREMOTE);
+  model_t *me = model_of(spans[empty]), *mf = model_of(spans[full]);
+  CHECKF(me->nbinned == me->used, "the span to empty has %u blocks out, %u in the bin", me->used, me->nbinned);
+
+  lithe_collect(false);
+  CHECKF(lithe_tls_bins.bin[cls] == NULL, "the bin holds blocks after lithe_collect");
+  for (unsigned i = 0; i < nm; i++) {
+    model_t *x = &m[i];
+    if (x == me) continue;
+    span_t *s = x->s;
+    CHECKF(atomic_load(&s->owner) == h, "span %p left the heap (%u blocks out before, %u in the bin)",
+           (void *)s, x->used, x->nbinned);
+    CHECKF(s->used == x->used - x->nbinned, "span %p: used %u, want %u - %u", (void *)s, s->used, x->used,
+           x->nbinned);
+    CHECKF(s->nfree == x->nbefore + x->nbinned, "span %p: nfree %u, want %u + %u", (void *)s, s->nfree,
+           x->nbefore, x->nbinned);
+    unsigned j = 0;
+    for (block_t *f = s->free; f; f = block_next(f), j++) {
+      block_t *want = j < x->nbinned ? x->binned[x->nbinned - 1 - j] : x->before[j - x->nbinned];
+      CHECKF(j < x->nbefore + x->nbinned, "span %p: its free list is longer than %u", (void *)s,
+             x->nbefore + x->nbinned);
+      CHECKF(f == want, "span %p: free list block %u is %p, want %p (%u binned, %u before)", (void *)s, j,
+             (void *)f, (void *)want, x->nbinned, x->nbefore);
+    }
+    CHECKF(j == x->nbefore + x->nbinned, "span %p: free list of %u blocks, want %u", (void *)s, j,
+           x->nbefore + x->nbinned);
+  }
+  CHECKF(!spans[full]->full, "the full span %p is still filed as full after %u of its %u blocks came back",
+         (void *)spans[full], mf->nbinned, mf->s->capacity);
+  span_t *gone = pagemap_lookup(me->binned[0]);
+  CHECKF(gone != spans[empty] || atomic_load(&gone->owner) != h || gone->kind != SPAN_SMALL,
+         "the emptied span %p is still this heap's small span", (void *)spans[empty]);
+#if LITHE_DEBUG
+  lithe_verify();
+#endif
+  printf("%u blocks given back (%u of another heap): every span's free list as block-by-block pushes leave it\n",
+         nbin, nremote);
+  pthread_barrier_wait(&bar); /* the other heap's spans stay its own until here */
+  CHECK(pthread_join(th, NULL) == 0);
+  for (int i = 0; i < WAVE; i++) {
+    bool freed = false;
+    for (unsigned k = 0; k < no && !freed; k++) freed = order[k] == blk[i];
+    if (!freed) free(blk[i]);
+  }
+  return 0;
+}
