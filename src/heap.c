@@ -429,8 +429,50 @@ _Static_assert(NCLASSES <= 64, "a class_set_t holds a bit per class");
 /* (a set's classes in order: for (m = set; m; m &= m - 1), c = ctz(m)) */
 static inline unsigned class_first(class_set_t m) { return (unsigned)__builtin_ctzll(m); }
 
-/* The bins of the classes in set back into their spans. */
-static void heap_bins_flush_set(heap_t *h, class_set_t set) {
+/* The classes of set whose bins hold more blocks than their capacity
+ * (room below 0).  Such a bin holds only what is left of its last
+ * refill: a room falls below 0 only there (bin_refill took a span's whole
+ * free list, more than the capacity) and in heap_bins_first_cap, which a
+ * flush follows at once; a free into a bin with no room goes to the span
+ * and gives the room back (heap_bin_spill), and pops only raise it.  So
+ * from the refill until malloc has popped the excess, no block was pushed
+ * there: the bin is the tail of that span's list, in its order.  Read
+ * before heap_bins_first_cap lowers the rooms. */
+static class_set_t bins_over(const heap_t *h, class_set_t set) {
+  class_set_t over = 0;
+  for (class_set_t m = set; m; m &= m - 1) {
+    unsigned c = class_first(m);
+    if (h->bins->bin[c] && h->bins->bin_room[c] < 0) over |= CLASS_BIT(c);
+  }
+  return over;
+}
+
+/* Bin list b of n blocks, all of span s (what is left of its last refill,
+ * bins_over), back onto s whose free list is empty: the list becomes the
+ * free list as it is, one store, no block read.  Block by block the
+ * walk would leave the same blocks, in the reverse order, and call the
+ * slow path at the same push: s was the current span at the refill and
+ * is not filed as full (malloc reaches s only with the bin empty), so its
+ * free_trigger is -1 (current: never) or 0 (empty: released at the last
+ * push, as here).  retention (mallocs after frees at random, so each
+ * refill takes more than the capacity) gave back 2.3 M blocks in 3
+ * repetitions this way, flushed again at each new span (heap_retire_idle):
+ * a link read and a cache miss each. */
+static void bin_splice_back(heap_t *h, span_t *s, block_t *b, uint32_t n) {
+  lt_assert(atomic_load_explicit(&s->owner, memory_order_relaxed) == h);
+  lt_assert(s->free == NULL && s->nfree == 0 && !s->full);
+  lt_assert_cmp(s->free_trigger, <=, 0);
+  lt_assert_cmp(n, <=, s->used);
+  s->free = b;
+  s->nfree = n;
+  s->used -= n;
+  if (unlikely((int32_t)s->used <= s->free_trigger)) heap_free_local_slow(h, s);
+}
+
+/* The bins of the classes in set back into their spans; those of over
+ * (bins_over, read before any change to the rooms) spliced whole where
+ * their span's free list is empty. */
+static void heap_bins_flush_over(heap_t *h, class_set_t set, class_set_t over) {
   heap_bins_t *t = h->bins; /* once: give_back_lists leaves it */
   block_t *list[NCLASSES];
   unsigned n = 0;
@@ -438,13 +480,23 @@ static void heap_bins_flush_set(heap_t *h, class_set_t set) {
     unsigned c = class_first(m);
     block_t *b = t->bin[c];
     if (!b) continue;
+    uint32_t held = (uint32_t)((int64_t)h->bin_cap[c] - t->bin_room[c]);
     t->bin[c] = NULL;
     t->bin_room[c] = (int32_t)h->bin_cap[c];
+    if (over & CLASS_BIT(c)) {
+      span_t *s = pagemap_lookup(b);
+      if (!s->free) {
+        bin_splice_back(h, s, b, held);
+        continue;
+      }
+    }
     list[n++] = b;
   }
   lt_assert_cmp(n, <, (unsigned)NCLASSES);
   give_back_lists(h, list, n);
 }
+
+static void heap_bins_flush_set(heap_t *h, class_set_t set) { heap_bins_flush_over(h, set, bins_over(h, set)); }
 
 static void heap_bins_flush(heap_t *h) { heap_bins_flush_set(h, CLASSES_ALL); }
 
@@ -473,6 +525,7 @@ static void bin_cap_set(heap_t *h, unsigned c, uint32_t cap) {
  * 166bae5); replay_pythreads' was 8.8-15.8 MB in 8 runs kept, 9.9-36.2
  * in 4 cleared. */
 static void heap_bins_restart(heap_t *h, class_set_t set) {
+  class_set_t over = bins_over(h, set); /* before the rooms fall below */
   for (class_set_t m = set; m; m &= m - 1) {
     unsigned c = class_first(m);
     uint32_t cap0 = bin_first_cap(c);
@@ -480,7 +533,7 @@ static void heap_bins_restart(heap_t *h, class_set_t set) {
     h->bins->bin_room[c] -= (int32_t)(h->bin_cap[c] - cap0);
     bin_cap_set(h, c, cap0);
   }
-  heap_bins_flush_set(h, set);
+  heap_bins_flush_over(h, set, over);
 }
 
 /* Frees pushed BIN_TEARDOWN_BYTES past full bins since the last refill

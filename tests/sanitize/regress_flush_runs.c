@@ -20,7 +20,16 @@
  *
  * All of it is freed into the bin (grown first so that it holds them all:
  * no free spills), then lithe_collect(false) gives the bin back, and each
- * span's free list is compared block by block with the model. */
+ * span's free list is compared block by block with the model.
+ *
+ * A bin over its capacity is the other way back (heap.c, bins_over and
+ * bin_splice_back): a refill took a span's whole free list, more than the
+ * capacity, and until malloc has popped the excess no block can be pushed
+ * there, so the bin is the rest of that list and goes back onto the span
+ * whole, in its order, when the span's free list is empty.  The second
+ * case makes such a bin (blocks of 512 bytes freed into the bin a
+ * capacity at a time, each lot given back, then one malloc) and checks
+ * that the span's free list is then the bin's list as it was. */
 #include "testutil.h"
 #include "internal.h"
 
@@ -73,7 +82,73 @@ static model_t *model_of(span_t *s) {
 
 static span_t *span_of(void *p) { return pagemap_lookup(p); }
 
+/* the second case (above) */
+static void over_capacity(void) {
+  enum { OSZ = 512, ON = 600 };
+  static void *p[ON];
+  unsigned cls = size_class(OSZ);
+  uint32_t cap0 = (uint32_t)(16384 / OSZ); /* heap.c's first capacity, BIN_FIRST_BYTES */
+  for (int i = 0; i < ON; i++) CHECK((p[i] = malloc(OSZ)) != NULL);
+  heap_t *h = lithe_tls_heap; /* (the first mallocs come from the shared heap) */
+  CHECKF(h->bin_cap[cls] == cap0, "the %d-byte bin's capacity is %u, want its first, %u", OSZ, h->bin_cap[cls],
+         cap0);
+  /* a span no bigger than the capacity (the class's first) stays full:
+   * the refill below must come from a bigger one; of the others every
+   * tenth block stays */
+  bool keep[ON];
+  for (int i = 0; i < ON; i++) keep[i] = span_of(p[i])->capacity <= 2 * cap0 + 2 || i % 10 == 0;
+  /* the rest freed a bin's room at a time, each lot given back to the
+   * spans by lithe_collect: no free goes past the bin, so none counts as
+   * a spill that would grow the capacity at the next refill */
+  for (int i = 0; i < ON;) {
+    int32_t room = lithe_tls_bins.bin_room[cls];
+    for (; i < ON && room > 0; i++)
+      if (!keep[i]) {
+        free(p[i]);
+        room--;
+      }
+    lithe_collect(false);
+  }
+  void *q = malloc(OSZ); /* a refill: the current span's whole list */
+  CHECK(q != NULL);
+  int32_t room = lithe_tls_bins.bin_room[cls];
+  CHECKF(room < 0, "after the refill the bin's room is %d (capacity %u): not over it", room, h->bin_cap[cls]);
+  block_t *head = lithe_tls_bins.bin[cls];
+  span_t *s = span_of(head);
+  static block_t *was[ON];
+  unsigned n = 0;
+  for (block_t *x = head; x; x = block_next(x)) {
+    CHECKF(span_of(x) == s, "bin block %p not of the refill's span %p", (void *)x, (void *)s);
+    CHECK(n < ON);
+    was[n++] = x;
+  }
+  CHECKF((int64_t)n == (int64_t)h->bin_cap[cls] - room, "the bin holds %u blocks, its count says %lld", n,
+         (long long)h->bin_cap[cls] - room);
+  CHECKF(s->free == NULL, "span %p has a free list after the refill took it", (void *)s);
+  uint32_t used = s->used;
+  lithe_collect(false);
+  CHECKF(atomic_load(&s->owner) == h, "span %p left the heap", (void *)s);
+  CHECKF(s->used == used - n && s->nfree == n, "span %p: used %u nfree %u, want %u and %u", (void *)s, s->used,
+         s->nfree, used - n, n);
+  unsigned j = 0;
+  for (block_t *f = s->free; f; f = block_next(f), j++) {
+    CHECKF(j < n, "span %p: free list longer than the bin's %u", (void *)s, n);
+    CHECKF(f == was[j], "span %p: free list block %u is %p, the bin's was %p", (void *)s, j, (void *)f,
+           (void *)was[j]);
+  }
+  CHECKF(j == n, "span %p: free list of %u blocks, the bin held %u", (void *)s, j, n);
+#if LITHE_DEBUG
+  lithe_verify();
+#endif
+  printf("a bin %d over its capacity of %u went back onto span %p whole, in its order\n", -room, h->bin_cap[cls],
+         (void *)s);
+  free(q);
+  for (int i = 0; i < ON; i++)
+    if (keep[i]) free(p[i]);
+}
+
 int main(void) {
+  over_capacity();
   unsigned cls = size_class(SZ);
   /* waves of mallocs and frees grow the bin past WAVE (a refill grows it
    * by the frees that spilled past it since the last) */
