@@ -448,30 +448,44 @@ static class_set_t bins_over(const heap_t *h, class_set_t set) {
 }
 
 /* Bin list b of n blocks, all of span s (what is left of its last refill,
- * bins_over), back onto s whose free list is empty: the list becomes the
- * free list as it is, one store, no block read.  Block by block the
- * walk would leave the same blocks, in the reverse order, and call the
- * slow path at the same push: s was the current span at the refill and
- * is not filed as full (malloc reaches s only with the bin empty), so its
+ * bins_over), back onto s whole: it becomes s's free list when that is
+ * empty (one store, no block read), else it goes after it, found by
+ * walking the free list (the caller sends only a bin longer than it:
+ * frees spilled onto s since the refill, fewer and more recently touched
+ * than the bin's blocks).  A walk of the bin would leave the same blocks
+ * (its in the reverse order, before the span's) and call the slow path
+ * at the same push: s was the current span at the refill and is not
+ * filed as full (malloc reaches s only with the bin empty), so its
  * free_trigger is -1 (current: never) or 0 (empty: released at the last
  * push, as here).  retention (mallocs after frees at random, so each
  * refill takes more than the capacity) gave back 2.3 M blocks in 3
- * repetitions this way, flushed again at each new span (heap_retire_idle):
+ * repetitions by walks, flushed again at each new span (heap_retire_idle):
  * a link read and a cache miss each. */
 static void bin_splice_back(heap_t *h, span_t *s, block_t *b, uint32_t n) {
   lt_assert(atomic_load_explicit(&s->owner, memory_order_relaxed) == h);
-  lt_assert(s->free == NULL && s->nfree == 0 && !s->full);
+  lt_assert(!s->full && (s->free == NULL) == (s->nfree == 0));
   lt_assert_cmp(s->free_trigger, <=, 0);
   lt_assert_cmp(n, <=, s->used);
-  s->free = b;
-  s->nfree = n;
+  if (s->free) {
+    block_t *t = s->free;
+    for (uint32_t i = 1; i < s->nfree; i++) {
+      block_t *x = block_pop_next(t); /* checked: a bad link ends the walk */
+      if (!x) break;
+      t = x;
+    }
+    lt_assert(block_next(t) == NULL);
+    block_set_next(t, b);
+  } else {
+    s->free = b;
+  }
+  s->nfree += n;
   s->used -= n;
   if (unlikely((int32_t)s->used <= s->free_trigger)) heap_free_local_slow(h, s);
 }
 
 /* The bins of the classes in set back into their spans; those of over
  * (bins_over, read before any change to the rooms) spliced whole where
- * their span's free list is empty. */
+ * their span's free list is shorter than they are. */
 static void heap_bins_flush_over(heap_t *h, class_set_t set, class_set_t over) {
   heap_bins_t *t = h->bins; /* once: give_back_lists leaves it */
   block_t *list[NCLASSES];
@@ -485,7 +499,7 @@ static void heap_bins_flush_over(heap_t *h, class_set_t set, class_set_t over) {
     t->bin_room[c] = (int32_t)h->bin_cap[c];
     if (over & CLASS_BIT(c)) {
       span_t *s = pagemap_lookup(b);
-      if (!s->free) {
+      if (s->nfree < held) {
         bin_splice_back(h, s, b, held);
         continue;
       }
@@ -496,7 +510,9 @@ static void heap_bins_flush_over(heap_t *h, class_set_t set, class_set_t over) {
   give_back_lists(h, list, n);
 }
 
-static void heap_bins_flush_set(heap_t *h, class_set_t set) { heap_bins_flush_over(h, set, bins_over(h, set)); }
+static void heap_bins_flush_set(heap_t *h, class_set_t set) {
+  heap_bins_flush_over(h, set, bins_over(h, set));
+}
 
 static void heap_bins_flush(heap_t *h) { heap_bins_flush_set(h, CLASSES_ALL); }
 

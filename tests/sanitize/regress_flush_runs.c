@@ -26,10 +26,12 @@
  * bin_splice_back): a refill took a span's whole free list, more than the
  * capacity, and until malloc has popped the excess no block can be pushed
  * there, so the bin is the rest of that list and goes back onto the span
- * whole, in its order, when the span's free list is empty.  The second
- * case makes such a bin (blocks of 512 bytes freed into the bin a
- * capacity at a time, each lot given back, then one malloc) and checks
- * that the span's free list is then the bin's list as it was. */
+ * whole, in its order, after the span's free list when that is shorter.
+ * The second case makes such a bin (blocks of 512 bytes freed into the
+ * bin a capacity at a time, each lot given back, then one malloc), frees
+ * three blocks of its span (they spill onto the span), and checks that
+ * the span's free list is then those three and the bin's list as it
+ * was. */
 #include "testutil.h"
 #include "internal.h"
 
@@ -125,23 +127,37 @@ static void over_capacity(void) {
   CHECKF((int64_t)n == (int64_t)h->bin_cap[cls] - room, "the bin holds %u blocks, its count says %lld", n,
          (long long)h->bin_cap[cls] - room);
   CHECKF(s->free == NULL, "span %p has a free list after the refill took it", (void *)s);
+  /* three of s's kept blocks freed now spill onto s (the bin has no
+   * room): its free list, shorter than the bin, goes first */
+  block_t *spilt[3];
+  unsigned ns = 0;
+  for (int i = 0; i < ON && ns < 3; i++)
+    if (keep[i] && span_of(p[i]) == s) {
+      spilt[ns++] = p[i];
+      keep[i] = false;
+      free(p[i]);
+    }
+  CHECKF(ns == 3 && s->nfree == 3, "span %p: %u kept blocks freed, its free list holds %u", (void *)s, ns,
+         s->nfree);
   uint32_t used = s->used;
   lithe_collect(false);
   CHECKF(atomic_load(&s->owner) == h, "span %p left the heap", (void *)s);
-  CHECKF(s->used == used - n && s->nfree == n, "span %p: used %u nfree %u, want %u and %u", (void *)s, s->used,
-         s->nfree, used - n, n);
+  CHECKF(s->used == used - n && s->nfree == n + ns, "span %p: used %u nfree %u, want %u and %u", (void *)s,
+         s->used, s->nfree, used - n, n + ns);
   unsigned j = 0;
   for (block_t *f = s->free; f; f = block_next(f), j++) {
-    CHECKF(j < n, "span %p: free list longer than the bin's %u", (void *)s, n);
-    CHECKF(f == was[j], "span %p: free list block %u is %p, the bin's was %p", (void *)s, j, (void *)f,
-           (void *)was[j]);
+    block_t *want = j < ns ? spilt[ns - 1 - j] : was[j - ns];
+    CHECKF(j < n + ns, "span %p: free list longer than %u", (void *)s, n + ns);
+    CHECKF(f == want, "span %p: free list block %u is %p, want %p (%u spilt, then the bin's %u)", (void *)s, j,
+           (void *)f, (void *)want, ns, n);
   }
-  CHECKF(j == n, "span %p: free list of %u blocks, the bin held %u", (void *)s, j, n);
+  CHECKF(j == n + ns, "span %p: free list of %u blocks, want %u", (void *)s, j, n + ns);
 #if LITHE_DEBUG
   lithe_verify();
 #endif
-  printf("a bin %d over its capacity of %u went back onto span %p whole, in its order\n", -room, h->bin_cap[cls],
-         (void *)s);
+  printf("a bin %d over its capacity of %u went back onto span %p whole, in its order, after the %u blocks "
+         "spilt onto it\n",
+         -room, h->bin_cap[cls], (void *)s, ns);
   free(q);
   for (int i = 0; i < ON; i++)
     if (keep[i]) free(p[i]);
