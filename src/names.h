@@ -48,7 +48,6 @@
 #define pagemap_level_sparse _lithe_pagemap_level_sparse
 #define pagemap_lock         _lithe_pagemap_lock
 #define pagemap_set          _lithe_pagemap_set
-#define pagemap_set_one      _lithe_pagemap_set_one
 /* meta.c */
 #define meta_alloc        _lithe_meta_alloc
 #define meta_collect      _lithe_meta_collect
