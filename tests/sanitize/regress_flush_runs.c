@@ -27,11 +27,11 @@
  * capacity, and until malloc has popped the excess no block can be pushed
  * there, so the bin is the rest of that list and goes back onto the span
  * whole, in its order, after the span's free list when that is shorter.
- * The second case makes such a bin (blocks of 512 bytes freed into the
- * bin a capacity at a time, each lot given back, then one malloc), frees
- * three blocks of its span (they spill onto the span), and checks that
- * the span's free list is then those three and the bin's list as it
- * was. */
+ * The other case (over_capacity, run first) makes such a bin: blocks of
+ * 512 bytes freed into the bin a capacity at a time, each lot given
+ * back, then one malloc.  It then frees three blocks of that span (they
+ * spill onto the span) and checks that the span's free list is those
+ * three and then the bin's list as it was. */
 #include "testutil.h"
 #include "internal.h"
 
@@ -84,7 +84,7 @@ static model_t *model_of(span_t *s) {
 
 static span_t *span_of(void *p) { return pagemap_lookup(p); }
 
-/* the second case (above) */
+/* the other case (above) */
 static void over_capacity(void) {
   enum { OSZ = 512, ON = 600 };
   static void *p[ON];
