@@ -1579,8 +1579,12 @@ static void fork_child_orphan(heap_t *h) {
   /* the blocks in its bins back to their spans: its bins are in its
    * thread's TLS block, which the child has a copy of while the slot in
    * it still names h (a heap whose thread had gone without its exit,
-   * heap_find_lost, has lost them) */
-  if (heap_bins_reachable(h)) heap_bins_flush(h);
+   * heap_find_lost, has lost them).  Block by block, never spliced
+   * (bins_over): the thread may have been stopped inside a refill, its
+   * bin's room written and its span's list and counts not yet, so a room
+   * below 0 proves nothing here (and the splice's assertions would fire
+   * in the child of a Debug build) */
+  if (heap_bins_reachable(h)) heap_bins_flush_over(h, CLASSES_ALL, 0);
   heap_bins_detach(h);
   for (span_t *s = h->full.first; s; s = s->next)
     if (orphan_owns(h, s))
