@@ -429,6 +429,12 @@ _Static_assert(NCLASSES <= 64, "a class_set_t holds a bit per class");
 /* (a set's classes in order: for (m = set; m; m &= m - 1), c = ctz(m)) */
 static inline unsigned class_first(class_set_t m) { return (unsigned)__builtin_ctzll(m); }
 
+/* The blocks in heap h's bin of class c, from its rooms (another
+ * thread's: a snapshot, read without ordering, as the span counts are). */
+static int64_t bins_held(heap_t *h, const int32_t room[NCLASSES], unsigned c) {
+  return (int64_t)__atomic_load_n(&h->bin_cap[c], __ATOMIC_RELAXED) - room[c];
+}
+
 /* The classes of set whose bins hold more blocks than their capacity
  * (room below 0).  Such a bin holds only what is left of its last
  * refill: a room falls below 0 only there (bin_refill took a span's whole
@@ -494,7 +500,7 @@ static void heap_bins_flush_over(heap_t *h, class_set_t set, class_set_t over) {
     unsigned c = class_first(m);
     block_t *b = t->bin[c];
     if (!b) continue;
-    uint32_t held = (uint32_t)((int64_t)h->bin_cap[c] - t->bin_room[c]);
+    uint32_t held = (uint32_t)bins_held(h, t->bin_room, c);
     t->bin[c] = NULL;
     t->bin_room[c] = (int32_t)h->bin_cap[c];
     if (over & CLASS_BIT(c)) {
@@ -561,12 +567,6 @@ static NOINLINE void heap_bins_teardown(heap_t *h) {
   h->spill_left = (intptr_t)BIN_TEARDOWN_BYTES;
   h->epoch = atomic_load_explicit(&pages_epoch, memory_order_relaxed);
   heap_bins_restart(h, CLASSES_ALL);
-}
-
-/* The blocks in heap h's bin of class c, from its rooms (another
- * thread's: a snapshot, read without ordering, as the span counts are). */
-static int64_t bins_held(heap_t *h, const int32_t room[NCLASSES], unsigned c) {
-  return (int64_t)__atomic_load_n(&h->bin_cap[c], __ATOMIC_RELAXED) - room[c];
 }
 
 /* Bins decay like free page runs: when the page heap has run a purge pass

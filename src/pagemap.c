@@ -240,10 +240,12 @@ void pagemap_set(const void *p, size_t npages, span_t *s) {
   uintptr_t e = pagemap_span_entry(s);
   bool lock = atomic_load_explicit(&any_sparse, memory_order_relaxed);
   if (unlikely(lock)) pthread_mutex_lock(&pagemap_lock);
-  /* a level at a time, its entries a plain fill: looking the level up
-   * again for every page made this 11 instructions a page, 64.8 M of
-   * bench-mallocbench memalign's 344.8 M (--runs 3 --no-warmup), whose
-   * large runs are written whole (every page names its run) */
+  /* a level at a time, its entries a plain fill: 4 instructions a page,
+   * against 11 with the level looked up again for every page (large runs
+   * are written whole, every page naming its run; bench-mallocbench
+   * memalign --runs 3 --no-warmup 344.8 -> 336.6 M; most of the rest of
+   * this function's cost there was one-entry calls, now pagemap_set_one
+   * inline) */
   while (page < end) {
     size_t i1 = page >> (L1_SHIFT - PAGE_SHIFT);
     uintptr_t *l2 = (uintptr_t *)pagemap_level(i1);
