@@ -325,8 +325,9 @@ static inline block_t *peek_next(const block_t *b) {
  * block before it (last); max blocks at most (the pushes up to the one
  * that reaches the span's free_trigger), left of them still to come. */
 typedef struct {
-  span_t *s;              /* NULL: no run */
-  uintptr_t start, bytes; /* s's range, copied (bytes 0: no run) */
+  span_t *s;
+  uintptr_t start, bytes; /* s's range, copied (bytes 0: no run, so no
+                           * block is in range) */
   block_t *last;
   int32_t left, max;
 } push_run_t;
@@ -336,10 +337,9 @@ typedef struct {
  * where the last push would have called it (a run ends at the first
  * push that reaches free_trigger, so no earlier push would have). */
 static inline void push_run_close(heap_t *h, push_run_t *r) {
+  if (!r->bytes) return;
   span_t *s = r->s;
-  if (!s) return;
   uint32_t k = (uint32_t)(r->max - r->left);
-  r->s = NULL;
   r->bytes = 0;
   s->free = r->last;
   s->nfree += k;
@@ -398,10 +398,13 @@ static inline void give_back_block(heap_t *h, push_run_t *r, block_t *b) {
 static void give_back_lists(heap_t *h, block_t **list, unsigned n) {
   block_t *ahead[NCLASSES];
   memcpy(ahead, list, n * sizeof *ahead);
-  push_run_t r = {.s = NULL, .bytes = 0};
+  push_run_t r = {.bytes = 0};
   for (unsigned i = 0; i < n; i++) {
     block_t *b = list[i];
-    if (i + 1 == n) { /* the last list: no cursor */
+    if (i + 1 == n) {
+      /* the last list has no list after it to read ahead: a loop of its
+       * own, so that a flush of one bin, the most common, pays nothing per
+       * block for the cursor */
       while (b) {
         block_t *next = block_pop_next(b); /* checked: the next is looked up */
         give_back_block(h, &r, b);

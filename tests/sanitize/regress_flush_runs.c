@@ -84,6 +84,19 @@ static model_t *model_of(span_t *s) {
 
 static span_t *span_of(void *p) { return pagemap_lookup(p); }
 
+/* s's free list is rev[nrev - 1] .. rev[0] (pushed one by one: the last
+ * pushed first), then fwd[0] .. fwd[nfwd - 1], and nothing after */
+static void check_free_list(span_t *s, block_t *const *rev, unsigned nrev, block_t *const *fwd, unsigned nfwd) {
+  unsigned j = 0;
+  for (block_t *f = s->free; f; f = block_next(f), j++) {
+    CHECKF(j < nrev + nfwd, "span %p: free list longer than %u", (void *)s, nrev + nfwd);
+    block_t *want = j < nrev ? rev[nrev - 1 - j] : fwd[j - nrev];
+    CHECKF(f == want, "span %p: free list block %u is %p, want %p (%u pushed, then %u as they were)", (void *)s,
+           j, (void *)f, (void *)want, nrev, nfwd);
+  }
+  CHECKF(j == nrev + nfwd, "span %p: free list of %u blocks, want %u", (void *)s, j, nrev + nfwd);
+}
+
 /* the other case (above) */
 static void over_capacity(void) {
   enum { OSZ = 512, ON = 600 };
@@ -144,14 +157,7 @@ static void over_capacity(void) {
   CHECKF(atomic_load(&s->owner) == h, "span %p left the heap", (void *)s);
   CHECKF(s->used == used - n && s->nfree == n + ns, "span %p: used %u nfree %u, want %u and %u", (void *)s,
          s->used, s->nfree, used - n, n + ns);
-  unsigned j = 0;
-  for (block_t *f = s->free; f; f = block_next(f), j++) {
-    block_t *want = j < ns ? spilt[ns - 1 - j] : was[j - ns];
-    CHECKF(j < n + ns, "span %p: free list longer than %u", (void *)s, n + ns);
-    CHECKF(f == want, "span %p: free list block %u is %p, want %p (%u spilt, then the bin's %u)", (void *)s, j,
-           (void *)f, (void *)want, ns, n);
-  }
-  CHECKF(j == n + ns, "span %p: free list of %u blocks, want %u", (void *)s, j, n + ns);
+  check_free_list(s, spilt, ns, was, n); /* the spilt ones, then the bin's */
 #if LITHE_DEBUG
   lithe_verify();
 #endif
@@ -278,16 +284,7 @@ int main(void) {
            x->nbinned);
     CHECKF(s->nfree == x->nbefore + x->nbinned, "span %p: nfree %u, want %u + %u", (void *)s, s->nfree,
            x->nbefore, x->nbinned);
-    unsigned j = 0;
-    for (block_t *f = s->free; f; f = block_next(f), j++) {
-      block_t *want = j < x->nbinned ? x->binned[x->nbinned - 1 - j] : x->before[j - x->nbinned];
-      CHECKF(j < x->nbefore + x->nbinned, "span %p: its free list is longer than %u", (void *)s,
-             x->nbefore + x->nbinned);
-      CHECKF(f == want, "span %p: free list block %u is %p, want %p (%u binned, %u before)", (void *)s, j,
-             (void *)f, (void *)want, x->nbinned, x->nbefore);
-    }
-    CHECKF(j == x->nbefore + x->nbinned, "span %p: free list of %u blocks, want %u", (void *)s, j,
-           x->nbefore + x->nbinned);
+    check_free_list(s, x->binned, x->nbinned, x->before, x->nbefore); /* the bin's, then the list before */
   }
   CHECKF(!spans[full]->full, "the full span %p is still filed as full after %u of its %u blocks came back",
          (void *)spans[full], mf->nbinned, mf->s->capacity);
