@@ -83,6 +83,14 @@ void lock_reinit(pthread_mutex_t *m) INTERNAL;
  * (ulimit -v); arenas halve down to it.  1 MiB: under ulimit -v 16384 a
  * small C program has about 8 MiB of address space left for its heap. */
 #define ARENA_FALLBACK_MIN ((size_t)1 * MiB)
+/* ... and when not even that fits, that one arena halves on down to
+ * 64 KiB (the commit step's grain): the last few hundred KiB of address
+ * space serve the heap, as glibc's brk heap grows into them (a program
+ * that mallocs 100 B blocks until NULL under ulimit -v 16384 got 0.948 of
+ * glibc's bytes with 1 MiB the least, 0.966 so; tests/regress_ulimit_v.c). */
+#define ARENA_LAST_MIN ((size_t)64 * KiB)
+_Static_assert(ARENA_LAST_MIN % PAGE_SIZE == 0 && ARENA_FALLBACK_MIN % ARENA_LAST_MIN == 0,
+               "arenas halve to whole pages");
 
 /* Size classes: 16-byte steps up to 128 B, then 4 classes per power of
  * two, with a fifth an eighth above it from 1 to 8 KiB (rounding up to 20 %

@@ -839,6 +839,11 @@ void *large_alloc_zero(size_t size, size_t align, bool zero) {
     if ((s = lcache_take(npages, align > PAGE_SIZE ? align : PAGE_SIZE, &back)))
       return large_run(s, size, zero);
     p = large_run(back ? pages_alloc_after(npages, align, back) : pages_alloc(npages, align), size, zero);
+    /* no free run holds it and no arena could be made (ulimit -v): a
+     * mapping of the block's own size, as glibc maps a block above its
+     * mmap threshold, where a new arena needed 1 MiB or more of address
+     * space */
+    if (!p) p = xlarge_alloc(size, align, zero, false);
   } else {
     /* Above large_max: cached memory that holds the block whole first
      * (the freed mapping of a block of this size: no system call, no
