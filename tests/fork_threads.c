@@ -130,6 +130,34 @@ static void child_work(void) {
   exit(0); /* atexit handlers and stdio too */
 }
 
+/* What a child that did not finish is doing, before it is killed: its
+ * state (R: running, a loop; S: asleep, a lock), where the kernel has it,
+ * and, where gdb is installed, every thread's stack.  A hang came once in
+ * a few thousand forks of the TSan build (child still running after 40 s,
+ * before its alarm(30) was set, so inside fork's child handlers), and no
+ * run of hundreds on a developer's machine caught it: the CI log is where
+ * it will be seen next. */
+static void describe_hung(pid_t pid) {
+  static const char *const files[] = {"stat", "wchan", "syscall"};
+  for (int i = 0; i < 3; i++) {
+    char path[64], buf[512] = {0};
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, files[i]);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f) fclose(f);
+    buf[n] = 0;
+    printf("hung child %d: %s: %s\n", (int)pid, files[i], n ? buf : "(unreadable)");
+  }
+  char cmd[160];
+  snprintf(cmd, sizeof cmd,
+           "command -v gdb >/dev/null && timeout 60 gdb -p %d -batch -ex 'thread apply all bt 30' 2>&1 | "
+           "grep -v '^\\[' | head -150",
+           (int)pid);
+  fflush(stdout);
+  if (system(cmd) != 0) printf("hung child %d: no stack (gdb not installed or failed)\n", (int)pid);
+  fflush(stdout);
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   int forks = argc > 1 ? atoi(argv[1]) : 50;
@@ -173,6 +201,7 @@ int main(int argc, char **argv) {
     double deadline = tu_now() + 40;
     while ((w = waitpid(pid, &status, WNOHANG)) == 0 && tu_now() < deadline) usleep(2000);
     if (w == 0) {
+      describe_hung(pid);
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
       FAIL("fork %d: child %d still running after 40 s: deadlock after fork", f, (int)pid);
