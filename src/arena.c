@@ -280,6 +280,49 @@ static void bin_remove(span_t *s) {
   clean_bytes -= s->bytes - s->dirty_n;
 }
 
+/* Descriptors of free runs, kept under pages_lock: a split takes one and
+ * a merge gives one back at nearly every page-heap call, and each went
+ * through meta_lock (span_desc_alloc and span_desc_free, a lock and an
+ * unlock each).  RUN_DESC_STASH of them stay here, SPAN_DEAD with bytes 0
+ * as on meta's free list; lithe_collect(true) gives them back first
+ * (pages_collect), so meta_collect can purge their units. */
+#define RUN_DESC_STASH 32
+static span_t *run_desc_stash; /* linked by next */
+static unsigned run_desc_n;
+
+static span_t *run_desc_alloc(void) {
+  lt_assert_held(&pages_lock);
+  span_t *s = run_desc_stash;
+  if (!s) return span_desc_alloc();
+  lt_assert_v(s->kind == SPAN_DEAD && s->bytes == 0, (uintptr_t)s);
+  run_desc_stash = s->next;
+  run_desc_n--;
+  memset(s, 0, sizeof *s);
+  return s;
+}
+
+static void run_desc_free(span_t *s) {
+  lt_assert_held(&pages_lock);
+  if (run_desc_n >= RUN_DESC_STASH) {
+    span_desc_free(s);
+    return;
+  }
+  lt_assert_v(s->kind != SPAN_DEAD, (uintptr_t)s); /* freed twice */
+  s->kind = SPAN_DEAD;
+  s->bytes = 0; /* stale lookups see an empty range */
+  s->next = run_desc_stash;
+  run_desc_stash = s;
+  run_desc_n++;
+}
+
+/* The stash back to meta's free list (lithe_collect(true)). */
+static void run_desc_stash_drain(void) {
+  lt_assert_held(&pages_lock);
+  span_desc_free_dead(run_desc_stash, run_desc_n);
+  run_desc_stash = NULL;
+  run_desc_n = 0;
+}
+
 /* A free run of this arena that ends at / starts at `edge`, or NULL.
  * `page` must be a run's edge (its last page when ends_at, else its
  * first): only those entries are kept true.  A merge frees the absorbed
@@ -324,7 +367,7 @@ static void insert_coalesced_sides(span_t *s, int sides) {
     merge_age(t, s);
     t->bytes += s->bytes;
     run_dirty_merge(t, s);
-    span_desc_free(s);
+    run_desc_free(s);
     s = t;
   }
   t = sides & MERGE_AFTER ? free_neighbour(a, s->start + s->bytes, s->start + s->bytes, false) : NULL;
@@ -333,7 +376,7 @@ static void insert_coalesced_sides(span_t *s, int sides) {
     merge_age(s, t);
     s->bytes += t->bytes;
     run_dirty_merge(s, t);
-    span_desc_free(t);
+    run_desc_free(t);
   }
   s->kind = SPAN_FREE;
   bin_insert(s);
@@ -343,7 +386,7 @@ static void insert_coalesced(span_t *s) { insert_coalesced_sides(s, MERGE_BOTH);
 
 /* Split the first `bytes` off run s into a new free run. */
 static bool split_front(span_t *s, size_t bytes) {
-  span_t *t = span_desc_alloc();
+  span_t *t = run_desc_alloc();
   if (!t) return false;
   t->kind = SPAN_FREE;
   t->arena = s->arena;
@@ -360,7 +403,7 @@ static bool split_front(span_t *s, size_t bytes) {
 
 /* Keep the first `bytes` of s; the rest becomes a free run. */
 static bool split_tail(span_t *s, size_t bytes) {
-  span_t *t = span_desc_alloc();
+  span_t *t = run_desc_alloc();
   if (!t) return false;
   t->kind = SPAN_FREE;
   t->arena = s->arena;
@@ -559,7 +602,7 @@ static span_t *arena_carve(size_t npages, bool top_ok) {
     if (!(a = arena_new(bytes))) return NULL;
   }
   if (!arena_commit_to(a, a->bump + bytes)) return NULL;
-  span_t *s = span_desc_alloc();
+  span_t *s = run_desc_alloc();
   if (!s) return NULL;
   s->kind = SPAN_FREE;
   s->arena = a;
@@ -1290,7 +1333,7 @@ bool pages_try_resize(span_t *s, size_t npages, bool fresh_ok) {
         run_dirty_part(t, t);
         bin_insert(t);
       } else {
-        span_desc_free(t);
+        run_desc_free(t);
       }
       ok = true;
     } else if (fresh_ok && next == a->bump && (size_t)(a->base + a->size - a->bump) >= need &&
@@ -1337,13 +1380,14 @@ size_t pages_collect(bool force) {
         run_dirty_part(t, t);
         bin_insert(t);
       } else {
-        span_desc_free(t);
+        run_desc_free(t);
       }
       if (a->commit_top > top) {
         os_decommit(top, (size_t)(a->commit_top - top));
         a->commit_top = top;
       }
     }
+    run_desc_stash_drain(); /* after the merges above, which fill it */
   }
   pthread_mutex_unlock(&pages_lock);
   return purged;

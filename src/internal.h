@@ -779,6 +779,7 @@ static inline span_t *pagemap_lookup(const void *p) {
 void *meta_alloc(size_t size) INTERNAL;   /* zeroed, never returned to the OS */
 span_t *span_desc_alloc(void) INTERNAL;
 void span_desc_free(span_t *s) INTERNAL;
+void span_desc_free_dead(span_t *first, unsigned n) INTERNAL; /* n freed ones linked by next */
 size_t meta_collect(void) INTERNAL;       /* lithe_collect(true): free descriptor pages back */
 size_t meta_purged_bytes(void) INTERNAL;  /* descriptor pages given back now */
 

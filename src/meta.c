@@ -231,6 +231,21 @@ void span_desc_free(span_t *s) {
   pthread_mutex_unlock(&meta_lock);
 }
 
+/* n descriptors already marked freed (SPAN_DEAD, bytes 0), linked by
+ * next from first (the page heap's stash, arena.c), onto the free list. */
+void span_desc_free_dead(span_t *first, unsigned n) {
+  if (!first) return;
+  span_t *last = first;
+  for (unsigned i = 1; i < n; i++) last = last->next;
+  lt_assert(last->next == NULL);
+  pthread_mutex_lock(&meta_lock);
+  last->next = span_free_list;
+  span_free_list = first;
+  span_free_count += n;
+  span_freed_since += n;
+  pthread_mutex_unlock(&meta_lock);
+}
+
 /* In-place heapsort of n addresses, ascending: meta_collect's sort runs
  * under meta_lock and may not allocate (qsort may call malloc). */
 static void sift_down(uintptr_t *a, size_t root, size_t n) {

@@ -56,6 +56,7 @@
 #define meta_verify       _lithe_meta_verify
 #define span_desc_alloc   _lithe_span_desc_alloc
 #define span_desc_free    _lithe_span_desc_free
+#define span_desc_free_dead _lithe_span_desc_free_dead
 /* arena.c */
 #define large_max          _lithe_large_max
 #define pages_adopt        _lithe_pages_adopt
