@@ -311,9 +311,7 @@ static void run_desc_free(span_t *s) {
     span_desc_free(s);
     return;
   }
-  lt_assert_v(s->kind != SPAN_DEAD, (uintptr_t)s); /* freed twice */
-  s->kind = SPAN_DEAD;
-  s->bytes = 0; /* stale lookups see an empty range */
+  span_desc_mark_dead(s);
   s->next = run_desc_stash;
   run_desc_stash = s;
   run_desc_n++;
@@ -499,6 +497,13 @@ static bool arena_commit_to(arena_t *a, char *need) {
  * (ulimit -v), the smaller size that last fitted. */
 static size_t arena_unit;
 
+/* The commit above top (an arena's new end of use) given back. */
+static void arena_decommit_above(arena_t *a, char *top) {
+  if (a->commit_top <= top) return;
+  os_decommit(top, (size_t)(a->commit_top - top));
+  a->commit_top = top;
+}
+
 /* Under an address-space limit a reserved page counts as much as a used
  * one: when no new arena fits, every arena gives back what lies above its
  * bump (never carved: no span, free run or map entry is there; committed
@@ -514,9 +519,8 @@ static size_t arena_trim_tails(void) {
     char *cut = (char *)align_up((uintptr_t)a->bump, os_page_size()), *end = a->base + a->size;
     if (cut >= end) continue;
     lt_assert(a->commit_top >= cut);
-    if (a->commit_top > cut) os_decommit(cut, (size_t)(a->commit_top - cut));
+    arena_decommit_above(a, cut);
     os_release(cut, (size_t)(end - cut));
-    a->commit_top = cut;
     a->size = (size_t)(cut - a->base);
     freed += (size_t)(end - cut);
   }
@@ -1386,10 +1390,7 @@ size_t pages_collect(bool force) {
       } else {
         run_desc_free(t);
       }
-      if (a->commit_top > top) {
-        os_decommit(top, (size_t)(a->commit_top - top));
-        a->commit_top = top;
-      }
+      arena_decommit_above(a, top);
     }
     run_desc_stash_drain(); /* after the merges above, which fill it */
   }

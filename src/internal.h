@@ -780,6 +780,13 @@ void *meta_alloc(size_t size) INTERNAL;   /* zeroed, never returned to the OS */
 span_t *span_desc_alloc(void) INTERNAL;
 void span_desc_free(span_t *s) INTERNAL;
 void span_desc_free_dead(span_t *first, unsigned n) INTERNAL; /* n freed ones linked by next */
+/* A descriptor freed (span_desc_free, or the page heap's stash, arena.c):
+ * a stale pagemap lookup sees a dead span with an empty range. */
+static inline void span_desc_mark_dead(span_t *s) {
+  lt_assert_v(s->kind != SPAN_DEAD, (uintptr_t)s); /* freed twice */
+  s->kind = SPAN_DEAD;
+  s->bytes = 0;
+}
 size_t meta_collect(void) INTERNAL;       /* lithe_collect(true): free descriptor pages back */
 size_t meta_purged_bytes(void) INTERNAL;  /* descriptor pages given back now */
 

@@ -220,9 +220,7 @@ span_t *span_desc_alloc(void) {
 }
 
 void span_desc_free(span_t *s) {
-  lt_assert_v(s->kind != SPAN_DEAD, (uintptr_t)s); /* freed twice */
-  s->kind = SPAN_DEAD;
-  s->bytes = 0; /* stale lookups see an empty range */
+  span_desc_mark_dead(s);
   pthread_mutex_lock(&meta_lock);
   s->next = span_free_list;
   span_free_list = s;

@@ -108,8 +108,12 @@ int main(int argc, char **argv) {
   char *self_argv[] = {self, "child", NULL};
   char *ls_argv[] = {"ls", "/", NULL};
   char *py_argv[] = {"python3", "-c", "import sys; print(sum(range(100000)), sys.version_info[0])", NULL};
-  struct { const char *name; char *const *argv; size_t limit; } progs[] = {
-    {"this test", self_argv, LIMIT}, {"ls /", ls_argv, LIMIT}, {"python3", py_argv, LIMIT_PYTHON}};
+  /* python3 alone gets a second try: one start in a fresh-clone CI run
+   * failed at its very beginning (pycore_init_builtins), which 455 starts
+   * on the same machine, under load or not, did not repeat
+   * (docs/semantics.md); a failure stays in the log */
+  struct { const char *name; char *const *argv; size_t limit; int tries; } progs[] = {
+    {"this test", self_argv, LIMIT, 1}, {"ls /", ls_argv, LIMIT, 1}, {"python3", py_argv, LIMIT_PYTHON, 2}};
   int failed = 0;
   static tu_child c;
   for (int i = 0; i < 3; i++) {
@@ -126,11 +130,7 @@ int main(int argc, char **argv) {
       /* the end of stderr holds lithe's statistics (LITHE_SHOW_STATS) */
       size_t skip = c.errlen > 1500 ? c.errlen - 1500 : 0;
       printf("  stdout: %.300s\n  stderr (its end): %s\n", c.out, c.err + skip);
-      /* python3 alone gets a second try: one start in a fresh-clone CI
-       * run failed at its very beginning (pycore_init_builtins), which
-       * 455 starts on the same machine, under load or not, did not repeat
-       * (docs/semantics.md); the failure above stays in the log */
-      if (i == 2 && attempt == 1) continue;
+      if (attempt < progs[i].tries) continue;
       failed++;
       break;
     }
