@@ -123,6 +123,7 @@ void limit_init(void) {
   v = secure_getenv("LITHE_MEMORY_LIMIT_HARD");
   limit_hard = limit_bytes && v && v[0] == '1';
   limit_pressure_at = limit_bytes / 10 * 9;
+  lt_assert_cmp(limit_pressure_at, <=, limit_bytes); /* 0 both without a limit */
   if (lithe_opt.verbose && limit_bytes) lithe_warn("memory limit, bytes", limit_bytes);
 }
 
@@ -154,6 +155,7 @@ void limit_pressure_collect(void) {
 /* The hard limit refused npages (arena.c, lock released): one full
  * collection, then one more try; NULL + ENOMEM if it still does not fit. */
 span_t *limit_refused(size_t npages, size_t align) {
+  lt_assert(limit_hard); /* only the hard limit refuses (arena.c, pages_take) */
   if (limit_retrying) { errno = ENOMEM; return NULL; }
   limit_retrying = true;
   collect_others();

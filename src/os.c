@@ -52,6 +52,15 @@ static inline void count_call(void) {
   atomic_fetch_add_explicit(&os_stats.os_calls, 1, memory_order_relaxed);
 }
 
+/* Every range lithe gives the kernel to commit, decommit, release or unmap
+ * is whole OS pages of a mapping it made: a range cut elsewhere would act
+ * on a neighbour's page (munmap and mprotect round the end up). */
+#define lt_assert_os_range(p, size)                                        \
+  do {                                                                     \
+    lt_assert_v(((uintptr_t)(p) & (os_page_size() - 1)) == 0, (uintptr_t)(p)); \
+    lt_assert_v((size) > 0 && ((size) & (os_page_size() - 1)) == 0, (size));   \
+  } while (0)
+
 /* mmap `size` bytes aligned to `align` (a power of two >= OS page) with the
  * given protection.  A plain mapping is often aligned already; if not, a
  * second try asks for the aligned address just below it (the kernel maps
@@ -65,6 +74,7 @@ static void *map_aligned(size_t size, size_t align, int prot, int over_prot, int
   int flags = MAP_PRIVATE | MAP_ANONYMOUS | extra_flags;
   size_t ps = os_page_size();
   if (align < ps) align = ps;
+  lt_assert_v((align & (align - 1)) == 0, align);
   size = align_up(size, ps);
   count_call();
   void *p = mmap(NULL, size, prot, flags, -1, 0);
@@ -97,6 +107,7 @@ static void *map_aligned(size_t size, size_t align, int prot, int over_prot, int
       return NULL;
     }
   }
+  lt_assert_v(((uintptr_t)a & (align - 1)) == 0 && a >= q && aend <= end, (uintptr_t)a);
   return a;
 }
 
@@ -115,6 +126,7 @@ void *os_reserve_readonly(size_t size) {
 }
 
 bool os_commit(void *p, size_t size) {
+  lt_assert_os_range(p, size);
   count_call();
   if (mprotect(p, size, PROT_READ | PROT_WRITE) != 0) {
     if (lithe_opt.verbose) lithe_warn("mprotect(commit) failed, errno", (size_t)errno);
@@ -127,6 +139,7 @@ bool os_commit(void *p, size_t size) {
 /* Give the pages back and stop the charge: a fresh PROT_NONE mapping over
  * the range drops both the pages and the commit in one call. */
 void os_decommit(void *p, size_t size) {
+  lt_assert_os_range(p, size);
   count_call();
   int saved = errno;
   void *q = mmap(p, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
@@ -192,6 +205,7 @@ void *os_map(size_t size, size_t align, size_t *mapped, void **base) {
     p = map_aligned(size, align, PROT_READ | PROT_WRITE, PROT_NONE, 0);
     if (!p) return NULL;
   }
+  lt_assert_v(((uintptr_t)p & ((align > ps ? align : ps) - 1)) == 0, (uintptr_t)p);
   *mapped = size;
   *base = p;
   count_mapped_rw(size);
@@ -217,6 +231,7 @@ void *os_map_at(void *at, size_t size) {
 
 /* Give back a reservation that was never committed. */
 void os_release(void *p, size_t size) {
+  lt_assert_os_range(p, size);
   count_call();
   int saved = errno;
   munmap(p, size);
@@ -225,6 +240,7 @@ void os_release(void *p, size_t size) {
 }
 
 void os_unmap(void *p, size_t size) {
+  lt_assert_os_range(p, size);
   count_call();
   int saved = errno;
   munmap(p, size);

@@ -252,6 +252,13 @@ void pagemap_set(const void *p, size_t npages, span_t *s) {
     lt_assert_v(l2 != NULL, page << PAGE_SHIFT); /* pagemap_ensure first */
     uintptr_t lim = (uintptr_t)(i1 + 1) << (L1_SHIFT - PAGE_SHIFT); /* the next level's first page */
     if (lim > end) lim = end;
+#if LITHE_DEBUG
+    /* every piece written is one pagemap_ensure made writable (the bits
+     * and the bitmap's pointer were set by the caller's ensure, before) */
+    for (uintptr_t q = page; q < lim; q = (q | (PIECE_ENTRIES - 1)) + 1)
+      lt_assert_v(l2_pieces[i1] && piece_used(l2_pieces[i1], (q & (L2_COUNT - 1)) / PIECE_ENTRIES),
+                  q << PAGE_SHIFT);
+#endif
     uintptr_t *at = &l2[page & (L2_COUNT - 1)], *stop = at + (lim - page);
     while (at < stop) *at++ = e;
     page = lim;
@@ -277,6 +284,7 @@ static void entries_clear(uintptr_t *from, uintptr_t *to) {
  * descriptor: free() of such a pointer was reported as misuse and still
  * is. */
 void pagemap_forget(const void *p, size_t size) {
+  lt_assert_v((((uintptr_t)p | size) & (PAGE_SIZE - 1)) == 0, (uintptr_t)p); /* whole pages */
   uintptr_t page = (uintptr_t)p >> PAGE_SHIFT, end = page + (size >> PAGE_SHIFT);
   uintptr_t ps = os_page_size();
   bool lock = atomic_load_explicit(&any_sparse, memory_order_relaxed);

@@ -97,6 +97,7 @@ static void *large_of(lithe_heap_t *u, size_t n, size_t align, bool zero) {
   void *p = large_alloc_zero(n ? n : 1, align, zero);
   if (!p) return NULL;
   span_t *s = pagemap_lookup(p);
+  lt_assert_v(s && s->start == p && (s->kind == SPAN_LARGE || s->kind == SPAN_XLARGE), (uintptr_t)p);
   pthread_mutex_lock(&u->large_lock);
   atomic_store_explicit(&s->owner, &u->h, memory_order_relaxed);
   list_push_back(&u->large, s);
@@ -116,6 +117,7 @@ void userheap_large_forget(span_t *s) {
 static inline void *small_of(heap_t *h, unsigned cls) {
   block_t *b = h->bins->bin[cls];
   if (likely(b != NULL)) { /* malloc_inline's pop, on this heap's bin */
+    lt_assert_block(pagemap_lookup(b), b); /* a corrupted bin stops here (Debug) */
     h->bins->bin[cls] = block_pop_next(b);
     h->bins->bin_room[cls]++;
     block_clear(b);
