@@ -11,12 +11,18 @@
 # on the 2-core machine).  Needs the Debug build: make debug.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-prog=${DEBUG_BUILD:-$here/../build-debug}/tests/sanitize/tsan/test-fork_threads
+build=${DEBUG_BUILD:-$here/../build-debug}
+prog=$build/tests/sanitize/tsan/test-fork_threads
 minutes=${1:-30} copies=${2:-2} forks=${3:-30}
 [ -x "$prog" ] || { echo "build first (make debug): $prog" >&2; exit 1; }
 command -v gdb >/dev/null || echo "note: gdb is not installed, a hang will be reported without stacks" >&2
-# the environment ctest gives the test (tests/sanitize/tests.cmake)
-export TSAN_OPTIONS=halt_on_error=1:exitcode=66:die_after_fork=0
+# the environment ctest gives the test (set in tests/sanitize/tests.cmake),
+# read from the build's test list so that the two cannot differ
+test_env=$(sed -n 's/^set_tests_properties(\[=\[tsan_fork_threads\]=\] PROPERTIES .*ENVIRONMENT "\([^"]*\)".*/\1/p' \
+  "$build/tests/CTestTestfile.cmake")
+[ -n "$test_env" ] || { echo "no environment for tsan_fork_threads in $build/tests/CTestTestfile.cmake" >&2; exit 1; }
+IFS=';' read -ra vars <<<"$test_env"
+for v in "${vars[@]}"; do export "$v"; done
 out=$(mktemp -d /tmp/soak-fork-tsan.XXXXXX)
 end=$(($(date +%s) + minutes * 60))
 rounds=0 failed=0
