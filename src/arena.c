@@ -527,6 +527,16 @@ static size_t arena_trim_tails(void) {
   return freed;
 }
 
+/* Set when not even the smallest arena fitted (address space exhausted:
+ * ulimit -v), cleared when one fits again.  Until then a new arena is
+ * tried once, at the smallest size that holds the request, instead of
+ * down the whole halving again: a program at its limit that went on
+ * calling malloc made 20 failing mmaps per call (1 MiB down to 64 KiB,
+ * aligned then again unaligned, and all of it a second time after the
+ * xlarge cache was emptied; glibc makes 2), and now makes 1.  That one
+ * try stays: lithe does not see the program unmap memory of its own. */
+static bool arena_starved;
+
 static arena_t *arena_new(size_t min_bytes) {
   if (!arena_unit) {
     /* Under an address-space limit an arena takes at most 1/16 of it: the
@@ -536,16 +546,16 @@ static arena_t *arena_new(size_t min_bytes) {
     while (unit > ARENA_FALLBACK_MIN && unit > lim / 16) unit /= 2;
     if (unit < lithe_opt.arena_size) arena_unit = unit;
   }
-  size_t unit = arena_unit ? arena_unit : lithe_opt.arena_size;
+  size_t unit = arena_starved ? ARENA_LAST_MIN : arena_unit ? arena_unit : lithe_opt.arena_size;
   size_t size;
   char *base;
   bool trimmed = false;
   for (;;) {
     size = min_bytes > unit ? align_up(min_bytes, unit) : unit;
-    base = os_reserve(size, unit);
-    /* aligning may need size + unit of address space for a moment: and
-     * nothing needs an arena aligned, it only helps huge pages */
-    if (!base && arena_unit) base = os_reserve(size, PAGE_SIZE);
+    /* aligned to the page where the unit does not fit: aligning may
+     * need size + unit of address space for a moment, and nothing needs
+     * an arena aligned (it only helps huge pages) */
+    base = os_reserve(size, unit, PAGE_SIZE);
     if (base && pagemap_ensure(base, size)) break;
     if (base) os_release(base, size);
     /* halve, while that still makes the arena smaller: the next arenas
@@ -553,8 +563,12 @@ static arena_t *arena_new(size_t min_bytes) {
      * down to ARENA_FALLBACK_MIN, and below it only this one is smaller */
     if (unit / 2 < ARENA_LAST_MIN || align_up(min_bytes, unit / 2) >= size) {
       /* the smallest did not fit either: the arenas' tails back, and
-       * from the first size again */
-      if (trimmed || !arena_trim_tails()) return NULL;
+       * from the first size again (none has a tail while starved: a
+       * new arena ends that, and the last failure took them all) */
+      if (trimmed || !arena_trim_tails()) {
+        arena_starved = true;
+        return NULL;
+      }
       trimmed = true;
       unit = arena_unit ? arena_unit : lithe_opt.arena_size;
       continue;
@@ -563,6 +577,7 @@ static arena_t *arena_new(size_t min_bytes) {
     if (unit >= ARENA_FALLBACK_MIN) arena_unit = unit;
   }
   if (unit >= ARENA_FALLBACK_MIN) arena_unit = unit;
+  arena_starved = false;
   arena_t *a = meta_alloc(sizeof *a);
   if (!a) { os_release(base, size); return NULL; }
   a->base = a->bump = a->commit_top = base;
@@ -606,7 +621,8 @@ static span_t *arena_carve(size_t npages, bool top_ok) {
   if (!a && !(a = arena_new(bytes))) {
     /* cached xlarge mappings hold address space: under ulimit -v they may
      * be what keeps an arena out (large.c) */
-    xcache_expire(0, true);
+    if (!xcache_expire(0, true)) return NULL;
+    arena_starved = false; /* room again, perhaps: the whole halving */
     if (!(a = arena_new(bytes))) return NULL;
   }
   if (!arena_commit_to(a, a->bump + bytes)) return NULL;
@@ -843,7 +859,7 @@ void pages_purger_poll(void) {
   int rc = ENOMEM;
   if (!purger_stack) {
     size_t guard = os_page_size();
-    char *r = os_reserve(guard + PURGER_STACK, 0);
+    char *r = os_reserve(guard + PURGER_STACK, 0, 0);
     if (r && os_commit(r + guard, PURGER_STACK)) {
       purger_stack = r + guard;
       atexit(purger_at_exit); /* (once: the stack is made once) */

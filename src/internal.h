@@ -640,7 +640,7 @@ void out_hex(out_t *o, uintptr_t v) INTERNAL;            /* 0x... */
 
 /* os.c: the only file that calls mmap / mprotect / madvise / munmap */
 size_t os_page_size(void) INTERNAL;
-void *os_reserve(size_t size, size_t align) INTERNAL;           /* PROT_NONE */
+void *os_reserve(size_t size, size_t align, size_t fallback) INTERNAL; /* PROT_NONE; else fallback-aligned */
 void *os_reserve_readonly(size_t size) INTERNAL;                /* PROT_READ zero pages */
 bool os_commit(void *p, size_t size) INTERNAL;                  /* -> RW */
 void os_decommit(void *p, size_t size) INTERNAL;                /* -> PROT_NONE, pages freed */
@@ -911,7 +911,7 @@ void *large_alloc_zero(size_t size, size_t align, bool zero) INTERNAL;
 void large_free(span_t *s) INTERNAL;
 void *large_realloc(span_t *s, size_t size) INTERNAL;
 extern _Atomic size_t stat_large_live, stat_xlarge_live, stat_xlarge_bytes, stat_xlarge_cached_bytes INTERNAL;
-void xcache_expire(uint64_t by, bool all) INTERNAL; /* pages_lock held */
+bool xcache_expire(uint64_t by, bool all) INTERNAL; /* pages_lock held; true: some unmapped */
 void xcache_yield(size_t bytes) INTERNAL;             /* pages_lock held */
 uint64_t xcache_due(void) INTERNAL;                   /* pages_lock held */
 void large_init(void) INTERNAL;                       /* init: the large-run cache's key */

@@ -336,8 +336,8 @@ static inline size_t xphase_up(size_t n) { return align_up(n, XPHASE); }
  * address-space limit (the over-map that aligns it would count). */
 static char *xphase_reserve(size_t bytes, size_t shift) {
   lt_assert_v(shift % PAGE_SIZE == 0 && shift < XPHASE, shift);
-  if (bytes < XPHASE || os_address_limit() != SIZE_MAX) return os_reserve(bytes, PAGE_SIZE);
-  char *dest = os_reserve(bytes + shift, XPHASE);
+  if (bytes < XPHASE || os_address_limit() != SIZE_MAX) return os_reserve(bytes, PAGE_SIZE, 0);
+  char *dest = os_reserve(bytes + shift, XPHASE, 0);
   if (dest && shift) {
     os_release(dest, shift);
     dest += shift;
@@ -416,10 +416,12 @@ uint64_t xcache_due(void) {
   return due;
 }
 
-void xcache_expire(uint64_t by, bool all) {
+bool xcache_expire(uint64_t by, bool all) {
   lt_assert_held(&pages_lock);
-  if (atomic_load_explicit(&xcache_n, memory_order_relaxed))
-    xcache_unmap_list(xcache_trim_locked(by, all));
+  span_t *gone = NULL;
+  if (atomic_load_explicit(&xcache_n, memory_order_relaxed)) gone = xcache_trim_locked(by, all);
+  xcache_unmap_list(gone);
+  return gone != NULL;
 }
 
 /* The page heap committed `bytes` of fresh arena pages (arena.c, under

@@ -69,9 +69,13 @@ static inline void count_call(void) {
  * space for a moment: under `ulimit -v` the hint is what makes an aligned
  * arena fit.  The over-map is made with `over_prot`, and the part kept is
  * then given `prot` (PROT_NONE then read/write: an over-map made writable
- * would be charged size + align). */
-static void *map_aligned(size_t size, size_t align, int prot, int over_prot, int extra_flags) {
-  int flags = MAP_PRIVATE | MAP_ANONYMOUS | extra_flags;
+ * would be charged size + align).  With a `fallback` alignment (0:
+ * none), `align` is only wished for: when the over-map does not fit,
+ * the mapping is made aligned to `fallback` instead, the same way.
+ * When the first plain try did not fit, nothing will, and no further
+ * call is made. */
+static void *map_aligned(size_t size, size_t align, int prot, int over_prot, size_t fallback) {
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS;
   size_t ps = os_page_size();
   if (align < ps) align = ps;
   lt_assert_v((align & (align - 1)) == 0, align);
@@ -94,7 +98,7 @@ static void *map_aligned(size_t size, size_t align, int prot, int over_prot, int
   if (over < size) return NULL;
   count_call();
   char *q = mmap(NULL, over, over_prot, flags, -1, 0);
-  if (q == MAP_FAILED) return NULL;
+  if (q == MAP_FAILED) return fallback && fallback < align ? map_aligned(size, fallback, prot, over_prot, 0) : NULL;
   char *a = (char *)align_up((uintptr_t)q, align);
   if (a > q) { count_call(); munmap(q, (size_t)(a - q)); }
   char *end = q + over, *aend = a + size;
@@ -111,8 +115,8 @@ static void *map_aligned(size_t size, size_t align, int prot, int over_prot, int
   return a;
 }
 
-void *os_reserve(size_t size, size_t align) {
-  void *p = map_aligned(size, align, PROT_NONE, PROT_NONE, 0);
+void *os_reserve(size_t size, size_t align, size_t fallback) {
+  void *p = map_aligned(size, align, PROT_NONE, PROT_NONE, fallback);
   if (p) atomic_fetch_add_explicit(&os_stats.reserved, size, memory_order_relaxed);
   return p;
 }

@@ -19,6 +19,7 @@
  * page = 0.1 %), never with the address space.  Entries are written under
  * pagemap_lock or by the owner of the pages; readers take no lock.  This
  * map is also how free() proves a pointer is lithe's. */
+#include <errno.h>
 #include <string.h>
 #include "internal.h"
 
@@ -218,10 +219,18 @@ bool pagemap_ensure(const void *p, size_t size) {
     }
     if (!piece_used(l2_pieces[i1], piece)) {
       span_t **at = &l2[piece * PIECE_ENTRIES];
-      if (!l2_sparse[i1] ? os_commit(at, L2_PIECE) : os_map_at(at, L2_PIECE) != NULL) {
+      int saved = errno;
+      errno = 0;
+      bool got = !l2_sparse[i1] ? os_commit(at, L2_PIECE) : os_map_at(at, L2_PIECE) != NULL;
+      /* ENOMEM, not EEXIST: no room for 64 KiB anywhere, so none for a
+       * level moved elsewhere (a failing malloc at the limit made two
+       * more failing mmaps for it) */
+      bool no_room = errno == ENOMEM;
+      errno = saved;
+      if (got) {
         atomic_fetch_add_explicit(&os_stats.metadata, L2_PIECE, memory_order_relaxed);
         piece_set(l2_pieces[i1], piece);
-      } else if (!l2_sparse[i1] || !relevel(i1, l2, piece)) {
+      } else if (!l2_sparse[i1] || no_room || !relevel(i1, l2, piece)) {
         ok = false; /* out of memory or address space */
         break;
       }

@@ -35,7 +35,10 @@
  *     failure's output ends with lithe's mappings;
  *   - ulimit_fill (linked with glibc's malloc alone) mallocs blocks of
  *     one size until malloc returns NULL, under 16 MiB, without and with
- *     lithe: lithe must hand out at least FILL_MIN of glibc's bytes. */
+ *     lithe: lithe must hand out at least FILL_MIN of glibc's bytes, and
+ *     the mallocs after the first NULL must make at most FAIL_CALLS_MAX
+ *     system calls each (a program at its limit that keeps trying, as
+ *     python3 does, made 20 each: 20,552 in one failed start). */
 #include "testutil.h"
 #include <malloc.h>
 
@@ -45,6 +48,20 @@
  * 0.916 at 100 KB blocks, 0.948-0.979 at the others, in 12 runs of each
  * build; 0.818 before the fix) */
 #define FILL_MIN 0.88
+/* System calls per malloc once the limit is reached, at most: each
+ * failing malloc made 20 (blocks of 100 and 4000 B: arena_new halving
+ * from 1 MiB to 64 KiB, aligned then again unaligned, twice) or 9
+ * (300000 B) before arena.c's arena_starved.  Since, 1 (blocks of 100
+ * and 4000 B: one arena tried) or 2 (100000 and 300000 B: an arena and
+ * the block's own mapping) in most runs; 6 at 300000 B in about 1 run
+ * in 100, where the mappings fit and the pagemap's 64 KiB piece for
+ * them does not (each: map, piece, unmap).  glibc makes 2-3 (strace:
+ * mmap, and for large blocks a failing brk).  The first of them may
+ * still run the halving once, when the fill's last call ended on
+ * something other than a new arena (seen: 7-9 calls in 1 run in 3):
+ * FAIL_CALLS_FIRST more in all. */
+#define FAIL_CALLS_MAX 6
+#define FAIL_CALLS_FIRST 10
 
 static const char *lithe_path;
 
@@ -149,6 +166,17 @@ int main(int argc, char **argv) {
            fill_sizes[i], LIMIT / KiB, kib[0], kib[1], share);
     if (share < FILL_MIN) {
       printf("  lithe handed out less than %.2f of glibc's bytes\n", FILL_MIN);
+      failed++;
+    }
+    unsigned long calls = 0;
+    int tries = 0, fails = 0;
+    const char *line = strstr(c.out, "os calls ");
+    CHECKF(line && sscanf(line, "os calls %lu for %d mallocs, %d failing", &calls, &tries, &fails) == 3,
+           "fill %s B with lithe: no os calls line in '%.200s'", fill_sizes[i], c.out);
+    printf("            then %d more mallocs, %d failing: %lu system calls (at most %d each, %d more in all)\n", tries,
+           fails, calls, FAIL_CALLS_MAX, FAIL_CALLS_FIRST);
+    if (calls > (unsigned long)FAIL_CALLS_MAX * (unsigned long)tries + FAIL_CALLS_FIRST) {
+      printf("  more than %d system calls per malloc at the limit\n", FAIL_CALLS_MAX);
       failed++;
     }
   }

@@ -1,10 +1,16 @@
 /* ulimit_fill N — malloc blocks of N bytes until malloc returns NULL,
  * touching each, and print the KiB handed out.  Linked with no allocator
  * of lithe's: regress_ulimit_v runs it under RLIMIT_AS with glibc, and with
- * lithe through LD_PRELOAD, and compares the two. */
+ * lithe through LD_PRELOAD, and compares the two.  With lithe, a second
+ * line gives the system calls lithe made for FAIL_TRIES more mallocs of
+ * N bytes after the first NULL, and how many of them failed. */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lithe.h"
+
+#define FAIL_TRIES 100
 
 int main(int argc, char **argv) {
   size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 0, total = 0;
@@ -14,5 +20,14 @@ int main(int argc, char **argv) {
   }
   for (char *p; (p = malloc(n)) != NULL; total += n) memset(p, 1, n < 4096 ? n : 4096);
   printf("%zu\n", total >> 10);
+  void (*get)(lithe_stats_t *) = (void (*)(lithe_stats_t *))dlsym(RTLD_DEFAULT, "lithe_stats_get");
+  if (get) {
+    lithe_stats_t before, after;
+    int fails = 0;
+    get(&before);
+    for (int i = 0; i < FAIL_TRIES; i++) fails += malloc(n) == NULL;
+    get(&after);
+    printf("os calls %zu for %d mallocs, %d failing\n", after.os_calls - before.os_calls, FAIL_TRIES, fails);
+  }
   return 0;
 }
