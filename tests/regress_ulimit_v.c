@@ -38,7 +38,9 @@
  *     lithe: lithe must hand out at least FILL_MIN of glibc's bytes, and
  *     the mallocs after the first NULL must make at most FAIL_CALLS_MAX
  *     system calls each (a program at its limit that keeps trying, as
- *     python3 does, made 20 each: 20,552 in one failed start). */
+ *     python3 does, made 20 each: 20,552 in one failed start), and a
+ *     malloc must succeed again once the program unmaps 1 MiB it mapped
+ *     itself before the fill. */
 #include "testutil.h"
 #include <malloc.h>
 
@@ -177,6 +179,14 @@ int main(int argc, char **argv) {
            fails, calls, FAIL_CALLS_MAX, FAIL_CALLS_FIRST);
     if (calls > (unsigned long)FAIL_CALLS_MAX * (unsigned long)tries + FAIL_CALLS_FIRST) {
       printf("  more than %d system calls per malloc at the limit\n", FAIL_CALLS_MAX);
+      failed++;
+    }
+    /* fewer tries at the limit must not mean none: room the program gives
+     * back by itself serves the next malloc */
+    const char *again = strstr(c.out, "after unmapping");
+    printf("            then %.60s", again ? again : "(no line)\n");
+    if (!again || !strstr(again, ": malloc ok")) {
+      printf("  no malloc succeeded after the program unmapped memory of its own\n");
       failed++;
     }
   }
