@@ -533,11 +533,13 @@ static size_t arena_trim_tails(void) {
  * down the whole halving again: a program at its limit that went on
  * calling malloc made 20 failing mmaps per call (1 MiB down to 64 KiB,
  * aligned then again unaligned, and all of it a second time after the
- * xlarge cache was emptied; glibc makes 2), and now makes 1.  That one
- * try stays: lithe does not see the program unmap memory of its own. */
+ * xlarge cache was emptied; glibc makes 2), and now makes one here
+ * (docs/design.md, "At the limit").  That one try stays: lithe does not
+ * see the program unmap memory of its own (regress_ulimit_v). */
 static bool arena_starved;
 
 static arena_t *arena_new(size_t min_bytes) {
+  lt_assert_held(&pages_lock); /* arena_unit, arena_starved, arenas */
   if (!arena_unit) {
     /* Under an address-space limit an arena takes at most 1/16 of it: the
      * program's own mappings need the rest (python3 under ulimit -v 16384
@@ -578,6 +580,7 @@ static arena_t *arena_new(size_t min_bytes) {
   }
   if (unit >= ARENA_FALLBACK_MIN) arena_unit = unit;
   arena_starved = false;
+  lt_assert_v(((uintptr_t)base & (PAGE_SIZE - 1)) == 0, (uintptr_t)base); /* spans start on a page */
   arena_t *a = meta_alloc(sizeof *a);
   if (!a) { os_release(base, size); return NULL; }
   a->base = a->bump = a->commit_top = base;
