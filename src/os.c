@@ -243,13 +243,9 @@ void os_release(void *p, size_t size) {
   atomic_fetch_sub_explicit(&os_stats.reserved, size, memory_order_relaxed);
 }
 
+/* Give back a committed mapping: the same unmap, counted off both. */
 void os_unmap(void *p, size_t size) {
-  lt_assert_os_range(p, size);
-  count_call();
-  int saved = errno;
-  munmap(p, size);
-  errno = saved;
-  atomic_fetch_sub_explicit(&os_stats.reserved, size, memory_order_relaxed);
+  os_release(p, size);
   atomic_fetch_sub_explicit(&os_stats.committed, size, memory_order_relaxed);
 }
 
