@@ -315,15 +315,10 @@ size_t lt_malloc_usable_size(const void *p) {
 
 void lt_collect(bool force) {
   if (!atomic_load_explicit(&lithe_initialized, memory_order_acquire)) return;
-  /* nothing will wait: the purge thread goes first (its join frees glibc's
-   * TLS vector of the thread, into this thread's bins), and this thread
-   * starts none until the end */
-  bool stopped = force && pages_purger_stop();
   heap_collect(lithe_tls_heap, force);
   heaps_collect_abandoned();
   pages_collect(force);
   if (force) meta_collect(); /* after pages_collect, whose merges free descriptors */
-  if (stopped) pages_purger_resume();
 }
 
 int lt_malloc_trim(size_t pad) {

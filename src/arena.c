@@ -47,87 +47,37 @@ static uint64_t bin_bits; /* bit i: bins[i] non-empty */
 static arena_t *arenas;
 static size_t narenas;
 static uint64_t last_purge_ms;
+static _Atomic uint64_t purge_seen_ms; /* last_purge_ms, for pages_purge_poll's look without the lock */
 static size_t dirty_bytes;  /* free runs whose pages may be resident */
 static size_t clean_bytes;  /* free runs known not resident (purged/fresh) */
 static size_t in_use_bytes; /* pages handed out (spans, large objects) */
 
-/* ---- the purge thread ------------------------------------------------------
+/* The purge thread.
  * Free pages and cached xlarge mappings wait LITHE_PURGE_DELAY_MS, then go
  * back to the OS.  Calls into lithe (pages_free, the xlarge cache) purge
- * what has waited long enough, but a program that frees its memory and
- * then stops calling malloc -- goes quiet, waits for input, sleeps between
- * jobs -- would keep all it freed in its last delay for as long as it
- * stays quiet: lithe-replay and bench-mallocbench measure that after a
- * pause of the delay + 100 ms with nothing called (unassisted-end-kB).
- * So a thread does it: started when 1 MiB or more of freed memory waits
- * (never when the delay is 0, which purges at once, or negative, which
- * never purges; LITHE_PURGE_THREAD=0 keeps it off), it sleeps until the oldest
- * waiting memory is due (purge_due_ms), purges what is due, and exits as
- * soon as nothing waits, so a program that is quiet with nothing waiting
- * is single-threaded again (unshare(CLONE_NEWUSER) needs that);
- * lithe_collect(true), which leaves nothing waiting, joins it before it
- * returns (pages_purger_stop).  It never allocates, blocks every signal,
- * and runs on a stack of lithe's (purger_stack).  If it cannot be started
- * the calls into lithe go on purging as before. */
+ * what has waited long enough; a program that frees its memory and then
+ * goes quiet keeps what it freed in its last delay until its next call.
+ * With LITHE_PURGE_THREAD=1 a thread purges it on time instead.
+ *
+ * Invariant: no thread is created, joined or waited for on any path
+ * reachable from an allocation or free call.  glibc calls free() while it
+ * holds its stack-cache lock (pthread_join -> __nptl_free_stacks ->
+ * _dl_deallocate_tls -> free), and pthread_create and pthread_join take
+ * that lock: a thread started or joined from inside free() can wait on
+ * its own caller (regress_purge_join_hang).  So the thread is started
+ * once, by lithe's constructor when the library loads (pages_purger_start),
+ * lives as long as the process, parks on purge_cond while nothing waits,
+ * and is never joined; allocation calls only signal it, under pages_lock.
+ * It never allocates, blocks every signal and runs on a stack of lithe's.
+ * The child of fork has none (fork copies only the caller): there the
+ * calls purge, as with the option off.  Off by default: a thread of its
+ * own makes every program multi-threaded for good (glibc's and
+ * libstdc++'s single-thread fast paths end, unshare(CLONE_NEWUSER) is
+ * refused), which a drop-in malloc must not impose. */
 static pthread_cond_t purge_cond;
-/* The thread starts only when this much waits.  What it costs: nothing
- * after lithe_collect(true), which joins it (end-kB of bench-mallocbench
- * and lithe-replay, 19 rows, the same at every threshold: geomean 224.5
- * kB at 16 MiB, 225.0 at 1 MiB, 225.4 for any amount); while the program
- * runs, its stack's touched pages and glibc's TLS vector in a span cut
- * from dirty pages, up to ~72 kB (peak of list_allocate 1,736 -> 1,808
- * kB).  What it gives back is what a quiet program freed in its last
- * delay; at 16 MiB rows that free less kept it (`lithe-bench --runs 3`,
- * unassisted-end-kB, 17 rows without medium and big, whose 1 GB purge
- * races the sample: geomean 3,781 kB at 16 MiB, 3,225 at 256 KiB, 3,104
- * at 1 MiB, 3,036 for any amount, glibc 3,578; replay_gxx 14,460 ->
- * 3,968, replay_python 17,720 -> 3,836, fragment_iterate 21,264 ->
- * 17,188).  1 MiB: below it little more comes back (realloc's 5.9 MB of
- * bins, which a thread running from its first free decays to 1.4 MB),
- * and alloc_free's peak rose 284 -> 424 kB for any amount; and a program
- * that frees less never has a second thread (unshare(CLONE_NEWUSER)
- * refuses a multi-threaded caller). */
-#ifndef PURGE_THREAD_MIN /* (-DPURGE_THREAD_MIN=bytes to try others) */
-#define PURGE_THREAD_MIN ((size_t)1 * MiB)
-#endif
-static bool purger_running;  /* the thread exists (in this process)       */
-static bool purger_off;      /* off, or pthread_create refused            */
-static bool purger_stop;     /* lithe_collect(true): exit now             */
-/* The thread is joinable, so that lithe_collect(true) can wait until it
- * has gone (a program that gave everything back is single-threaded again
- * at once, not a delay later: unshare(CLONE_NEWUSER), Python 3.12's
- * warning at os.fork() in a multi-threaded process).  One that exits on
- * its own (nothing waits) stays joinable (purger_joinable) and is joined
- * by whatever comes next: the start of the next one, lithe_collect(true),
- * or the process's exit (purger_at_exit: TSan reports a finished thread
- * nobody joined as a leak).  Its stack is lithe's, not glibc's, for what
- * a join then gives back: glibc frees the TLS vector of a thread on a
- * stack of the caller's at the join (one it allocated itself it keeps
- * with the stack, cached for the next thread), and lithe purges the
- * stack.  Both stayed resident with glibc's stack: RssAnon after
- * lithe_collect(true), the thread started or not (a program that freed 4
- * MB of 4 KiB blocks, the thread started for any amount): 196 / 184 kB; the
- * TLS vector's span (64 KiB, span_purge_uncarved's case), its span
- * descriptor's unit of 20 KiB that it alone kept from meta_collect
- * (tree_allocate: 196 / 160 kB), and 8 KiB of cached stack.  purger_life
- * orders the starts and the joins (never with pages_lock held); under
- * pages_lock the thread clears purger_running as it leaves its loop. */
-static pthread_mutex_t purger_life = PTHREAD_MUTEX_INITIALIZER;
-static pthread_t purger_tid;
-static bool purger_joinable; /* purger_tid is a thread nobody joined yet    */
-/* Its stack: PURGER_STACK bytes above a guard page, reserved and committed
- * at the first start, kept for the next ones (purged at each join by
- * lithe_collect(true)).  glibc puts the thread's static TLS (every loaded
- * module's) at the top of it: a program whose TLS leaves too little
- * makes pthread_create fail, and the calls purge as without a thread. */
+static _Atomic bool purger_running; /* the thread exists (in this process) */
 #define PURGER_STACK ((size_t)64 * KiB)
-static char *purger_stack;
-/* This thread holds purger_life: pthread_create allocates, and its malloc
- * or free may come back to pages_purger_poll, which must not wait on it. */
-static __thread bool purger_life_held __attribute__((tls_model("initial-exec")));
 static uint64_t purge_due_ms = UINT64_MAX; /* when the oldest waiting memory is due */
-static _Atomic bool purger_wanted; /* memory waits and no thread: start one at
-                                      the next call that holds no lock */
 
 static void purger_init(void) {
   pthread_condattr_t ca;
@@ -694,6 +644,7 @@ static size_t purge_runs(uint64_t now, uint64_t by, bool force, size_t keep) {
       if (delay > 0 && s->freed_ms + (uint64_t)delay < due) due = s->freed_ms + (uint64_t)delay;
     }
   last_purge_ms = now;
+  atomic_store_explicit(&purge_seen_ms, now, memory_order_relaxed);
   atomic_fetch_add_explicit(&pages_epoch, 1, memory_order_relaxed);
   uint64_t ldue = lcache_due(now);
   if (ldue < due) due = ldue;
@@ -738,10 +689,22 @@ static uint64_t purge_lead_ms(void) {
 
 static void *purger_main(void *arg) {
   (void)arg;
-  bool meta_done = false;
+  bool meta_done = true;
   pthread_mutex_lock(&pages_lock);
-again:
-  while (purge_due_ms != UINT64_MAX && !purger_off && !purger_stop) {
+  for (;;) {
+    if (purge_due_ms == UINT64_MAX) {
+      if (!meta_done) {
+        /* nothing waits: the span descriptors the purged runs' merges
+         * freed go back too (meta.c), once after each purge */
+        meta_done = true;
+        pthread_mutex_unlock(&pages_lock);
+        meta_collect();
+        pthread_mutex_lock(&pages_lock);
+        continue; /* (memory freed meanwhile is purged first) */
+      }
+      pthread_cond_wait(&purge_cond, &pages_lock);
+      continue;
+    }
     uint64_t now = os_now_ms(), lead = purge_lead_ms();
     if (now + lead < purge_due_ms) {
       /* os_now_ms is the coarse clock, up to a tick (4 ms at HZ 250)
@@ -754,184 +717,72 @@ again:
       continue;
     }
     purge_runs(now, now + lead, false, SIZE_MAX); /* (sets purge_due_ms from what stays) */
+    meta_done = false;
   }
-  if (!purger_stop && !purger_off && !meta_done) {
-    /* nothing waits: the span descriptors the purged runs' merges freed
-     * go back too, once (meta.c): a quiet program's end, replay_sqlite's
-     * unassisted-end-kB 2,086 -> 1,666, replay_git's 3,728 -> 3,648 */
-    meta_done = true;
-    pthread_mutex_unlock(&pages_lock);
-    meta_collect();
-    pthread_mutex_lock(&pages_lock);
-    goto again; /* (memory freed meanwhile is purged first) */
-  }
-  purger_running = false; /* (joined by the next start, a collection or exit) */
-  pthread_mutex_unlock(&pages_lock);
   return NULL;
 }
 
-/* May a purge thread run at all: a delay above 0 (0 purges at once, -1
- * never), LITHE_PURGE_THREAD not 0, and not the valgrind build (glibc's
- * malloc'ed TLS vector of a thread still alive at exit is reported as
- * possibly lost).  Asked again where a thread is started, since a forked
- * child is told to start one whenever memory waits (pages_fork_child):
- * children started one against LITHE_PURGE_THREAD=0 and in the valgrind
- * build (regress_fork_purge_off). */
-static bool purger_allowed(void) {
-  return lithe_opt.purge_delay_ms > 0 && lithe_opt.purge_thread && !LITHE_VALGRIND;
-}
-
-/* Freed memory starts waiting (pages_lock held): the thread is to wake
- * when it is due, or to be started by the next call that holds no lock
- * (pages_purger_poll): pthread_create allocates, and pages_free may be
- * called with other locks of lithe's held. */
+/* Freed memory starts waiting (pages_lock held): the thread, if there is
+ * one, is to wake when it is due.  Only a signal: see "The purge thread". */
 void pages_waiting(uint64_t freed_ms) {
   lt_assert_held(&pages_lock);
-  if (purger_off || !purger_allowed()) return;
+  if (!purger_running || lithe_opt.purge_delay_ms <= 0) return;
   uint64_t due = freed_ms + (uint64_t)lithe_opt.purge_delay_ms;
   if (due < purge_due_ms) {
     purge_due_ms = due;
-    if (purger_running) pthread_cond_signal(&purge_cond);
-  } else if (purger_running) {
+    pthread_cond_signal(&purge_cond);
+  } else {
     uint64_t lead = purge_lead_ms();
     if (lead > purger_lead_ms + 8) { /* so much more waits: it starts sooner */
       purger_lead_ms = lead;          /* (one signal a step of 8 ms) */
       pthread_cond_signal(&purge_cond);
     }
   }
-  if (!purger_running && !atomic_load_explicit(&purger_wanted, memory_order_relaxed) &&
-      waiting_bytes() >= PURGE_THREAD_MIN)
-    atomic_store_explicit(&purger_wanted, true, memory_order_relaxed);
 }
 
-/* Join the thread that was started last (purger_life held): it has left
- * its loop or been told to, so this waits for its return at most. */
-static void purger_join(void) {
-  if (!purger_joinable) return;
-  bool held = purger_life_held;
-  purger_life_held = true; /* (the join frees the TLS vector: no start from there) */
-  pthread_join(purger_tid, NULL);
-  purger_life_held = held;
-  purger_joinable = false;
-}
-
-/* Tell the thread to exit now, and join it (purger_life held): none runs
- * when this returns, and the next may start; for_good: none starts again. */
-static void purger_stop_join(bool for_good) {
-  pthread_mutex_lock(&pages_lock);
-  if (for_good) purger_off = true;
-  purger_stop = true;
-  pthread_cond_signal(&purge_cond);
-  pthread_mutex_unlock(&pages_lock);
-  purger_join();
-  pthread_mutex_lock(&pages_lock);
-  purger_stop = false; /* (it is gone: a thread started later runs) */
-  pthread_mutex_unlock(&pages_lock);
-}
-
-/* The process exits: a thread that finished on its own is joined (the
- * TSan report above), one still waiting for memory is stopped first; and
- * none starts after (atexit runs this before the destructors, whose frees
- * may come to pages_purger_poll). */
-static void purger_at_exit(void) {
-  pthread_mutex_lock(&purger_life);
-  purger_stop_join(true);
-  pthread_mutex_unlock(&purger_life);
-}
-
-/* Start the purge thread if memory waits and none runs.  The caller holds
- * no lock of lithe's (a free or a large allocation at the API's level). */
-void pages_purger_poll(void) {
-  if (likely(!atomic_load_explicit(&purger_wanted, memory_order_relaxed))) return;
-  if (purger_life_held) return; /* (the start under way; wanted stays set) */
-  static pthread_once_t once = PTHREAD_ONCE_INIT;
-  pthread_once(&once, purger_init);
-  pthread_mutex_lock(&purger_life);
-  purger_life_held = true;
-  pthread_mutex_lock(&pages_lock);
-  bool go = !purger_running && !purger_off && !purger_stop && purge_due_ms != UINT64_MAX && purger_allowed();
-  if (go) purger_running = true;
-  atomic_store_explicit(&purger_wanted, false, memory_order_relaxed);
-  pthread_mutex_unlock(&pages_lock);
-  if (!go) {
-    purger_life_held = false;
-    pthread_mutex_unlock(&purger_life);
+/* Start the purge thread, from lithe's constructor only (never from an
+ * allocation call: see "The purge thread").  With LITHE_PURGE_THREAD=1 and
+ * a delay above 0 (0 purges at once, -1 never); never in the valgrind
+ * build (glibc's malloc'ed TLS vector of a live thread reads as possibly
+ * lost).  If it cannot start, the calls purge as without it. */
+void pages_purger_start(void) {
+  if (!lithe_opt.purge_thread || lithe_opt.purge_delay_ms <= 0 || LITHE_VALGRIND || purger_running) return;
+  size_t guard = os_page_size();
+  char *r = os_reserve(guard + PURGER_STACK, 0, 0);
+  if (!r) return;
+  if (!os_commit(r + guard, PURGER_STACK)) {
+    os_release(r, guard + PURGER_STACK);
     return;
   }
-  purger_join(); /* the last one, gone on its own: its stack serves again */
-  int rc = ENOMEM;
-  if (!purger_stack) {
-    size_t guard = os_page_size();
-    char *r = os_reserve(guard + PURGER_STACK, 0, 0);
-    if (r && os_commit(r + guard, PURGER_STACK)) {
-      purger_stack = r + guard;
-      atexit(purger_at_exit); /* (once: the stack is made once) */
-    } else if (r) {
-      os_release(r, guard + PURGER_STACK);
-    }
-  }
-  if (purger_stack) {
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstack(&attr, purger_stack, PURGER_STACK);
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread starts with all blocked */
-    int saved = errno;
-    rc = pthread_create(&purger_tid, &attr, purger_main, NULL);
-    errno = saved;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&attr);
-  }
-  if (rc == 0) {
-    purger_joinable = true;
-  } else {
+  purger_init();
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstack(&attr, r + guard, PURGER_STACK);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread starts with all blocked */
+  pthread_mutex_lock(&pages_lock);
+  purger_running = true; /* (before it runs: frees from now on signal it) */
+  pthread_mutex_unlock(&pages_lock);
+  pthread_t tid;
+  int saved = errno;
+  int rc = pthread_create(&tid, &attr, purger_main, NULL);
+  errno = saved;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) {
     pthread_mutex_lock(&pages_lock);
     purger_running = false;
-    purger_off = true; /* the calls into lithe purge, as without it */
     pthread_mutex_unlock(&pages_lock);
+    os_release(r, guard + PURGER_STACK);
   }
-  purger_life_held = false;
-  pthread_mutex_unlock(&purger_life);
 }
 
-/* lithe_collect(true), with no lock of lithe's held, before anything is
- * collected (the join frees the thread's TLS vector into the caller's
- * bins): the thread is told to exit and joined, and its stack purged.
- * Until pages_purger_resume this thread starts none (the collection's
- * frees would: memory waits until pages_collect has purged it).  False,
- * and nothing done, where this thread is starting or joining one. */
-bool pages_purger_stop(void) {
-  if (purger_life_held) return false;
-  pthread_mutex_lock(&purger_life);
-  if (purger_joinable) {
-    purger_stop_join(false);
-    os_purge(purger_stack, PURGER_STACK);
-  }
-  pthread_mutex_unlock(&purger_life);
-  purger_life_held = true;
-  return true;
-}
-
-/* The collection is over: memory that other threads freed since its purge
- * starts a thread again at the next call, as usual. */
-void pages_purger_resume(void) {
-  purger_life_held = false;
-  pthread_mutex_lock(&pages_lock);
-  if (!purger_running && !purger_off && purge_due_ms != UINT64_MAX && purger_allowed())
-    atomic_store_explicit(&purger_wanted, true, memory_order_relaxed);
-  pthread_mutex_unlock(&pages_lock);
-}
-
-/* The child of fork has no purge thread (fork copies only the caller). */
+/* The child of fork has no purge thread: its calls purge. */
 void pages_fork_child(void) {
   purger_running = false;
-  purger_joinable = false; /* (its stack, copied, serves the child's) */
-  purger_stop = false;
-  pthread_mutex_init(&purger_life, NULL); /* (fork may have found it held) */
   purger_init();
-  atomic_store_explicit(&purger_wanted, purge_due_ms != UINT64_MAX && !purger_off && purger_allowed(),
-                        memory_order_relaxed);
 }
 
 /* What may be resident (limit.c): pages out, free pages not purged,
@@ -1258,6 +1109,19 @@ void pages_release_list_locked(span_t *list, uint64_t freed_ms) {
     next = s->next;
     pages_release_locked(s, freed_ms);
   }
+}
+
+/* Without the thread, calls are what purges: a program that recycles
+ * cached large blocks and xlarge mappings never frees into the page heap,
+ * so the large paths look too, at a pass's interval (maybe_purge). */
+void pages_purge_poll(void) {
+  long delay = lithe_opt.purge_delay_ms;
+  if (delay <= 0 || purger_running) return;
+  uint64_t every = delay > 40 ? (uint64_t)delay / 4 : 10;
+  if (os_now_ms() - atomic_load_explicit(&purge_seen_ms, memory_order_relaxed) < every) return;
+  pthread_mutex_lock(&pages_lock);
+  maybe_purge();
+  pthread_mutex_unlock(&pages_lock);
 }
 
 void pages_free(span_t *s) {

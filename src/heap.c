@@ -1223,7 +1223,6 @@ void heap_free_local_slow(heap_t *h, span_t *s) {
   if (s->used == 0 && h->current[cls] != s) {
     list_remove(&h->avail[cls], s);
     span_release(h, s);
-    pages_purger_poll(); /* (a free: no lock held) */
   }
 }
 

@@ -50,4 +50,7 @@ void lithe_process_init(void) {
 
 /* At load time (before main, and before the constructors of the program
  * and of libraries loaded after lithe), unless an allocation came first. */
-__attribute__((constructor)) static void lithe_load(void) { lithe_process_init(); }
+__attribute__((constructor)) static void lithe_load(void) {
+  lithe_process_init();
+  pages_purger_start(); /* (here only: never inside an allocation call) */
+}

@@ -816,9 +816,8 @@ span_t *pages_alloc_after(size_t npages, size_t align, span_t *back) INTERNAL; /
 bool pages_try_resize(span_t *s, size_t npages, bool fresh_ok) INTERNAL; /* in place */
 size_t pages_collect(bool force) INTERNAL;                    /* purge; returns bytes */
 void pages_waiting(uint64_t freed_ms) INTERNAL;               /* pages_lock held: memory waits */
-void pages_purger_poll(void) INTERNAL;                        /* no lithe lock held */
-bool pages_purger_stop(void) INTERNAL;                        /* lithe_collect(true): join it */
-void pages_purger_resume(void) INTERNAL;                      /* ... and its end */
+void pages_purger_start(void) INTERNAL;                       /* lithe's constructor only */
+void pages_purge_poll(void) INTERNAL;                         /* no lithe lock held: purge what is due */
 void pages_fork_child(void) INTERNAL;
 void pages_init(void) INTERNAL;
 size_t pages_arena_count(void) INTERNAL;

@@ -156,14 +156,13 @@ static bool lcache_put(span_t *s) {
     if (unlikely(!atomic_load_explicit(&lcache_any, memory_order_relaxed))) {
       /* the first run cached since a pass found none: the purge thread is
        * told (as a free into the page heap tells it), so it does not sleep
-       * past the run's delay or exit with the run kept (later puts find
+       * past the run's delay (later puts find
        * the hint set and say nothing: a run kept while the thread sleeps
        * towards a later due waits until then) */
       atomic_store_explicit(&lcache_any, true, memory_order_relaxed);
       pthread_mutex_lock(&pages_lock);
       pages_waiting(os_now_ms());
       pthread_mutex_unlock(&pages_lock);
-      pages_purger_poll();
     }
     return true;
   }
@@ -865,7 +864,7 @@ void *large_alloc_zero(size_t size, size_t align, bool zero) {
     if (!p) p = xlarge_alloc(size, align, zero, false);
   }
   if (!p) errno = ENOMEM;
-  pages_purger_poll();
+  pages_purge_poll();
   return p;
 }
 
@@ -876,12 +875,11 @@ void large_free(span_t *s) {
     pagemap_set_one(s->start, &freed_xlarge);
     atomic_fetch_sub_explicit(&stat_xlarge_live, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&stat_xlarge_bytes, s->map_bytes, memory_order_relaxed);
-    if (xcache_put(s)) { pages_purger_poll(); return; }
+    if (xcache_put(s)) { pages_purge_poll(); return; }
     /* near the memory limit: its pages serve the page heap (arena.c) */
     if (unlikely(limit_pressure_at) && atomic_load_explicit(&limit_pressure, memory_order_relaxed) &&
         !s->map_next && s->map_base == s->start && pages_adopt(s->map_base, s->map_bytes)) {
       span_desc_free(s);
-      pages_purger_poll();
       return;
     }
     os_unmap(s->map_base, s->map_bytes); /* every piece: they lie side by side */
@@ -892,9 +890,8 @@ void large_free(span_t *s) {
   lt_assert_v(s->kind == SPAN_LARGE, s->kind);
   lt_assert(atomic_load_explicit(&stat_large_live, memory_order_relaxed) > 0);
   atomic_fetch_sub_explicit(&stat_large_live, 1, memory_order_relaxed);
-  if (lcache_put(s)) return;
+  if (lcache_put(s)) { pages_purge_poll(); return; }
   pages_free(s);
-  pages_purger_poll();
 }
 
 /* Resize in place (large: neighbouring pages; xlarge: mremap).  Returns the

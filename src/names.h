@@ -71,9 +71,8 @@
 #define pages_init         _lithe_pages_init
 #define pages_lock         _lithe_pages_lock
 #define pages_purged_bytes _lithe_pages_purged_bytes
-#define pages_purger_poll  _lithe_pages_purger_poll
-#define pages_purger_resume _lithe_pages_purger_resume
-#define pages_purger_stop  _lithe_pages_purger_stop
+#define pages_purger_start _lithe_pages_purger_start
+#define pages_purge_poll   _lithe_pages_purge_poll
 #define pages_release_locked _lithe_pages_release_locked
 #define pages_release_list_locked _lithe_pages_release_list_locked
 #define pages_try_resize   _lithe_pages_try_resize

@@ -1,71 +1,78 @@
-/* purge_thread_collect — lithe_collect(true) ends the purge thread.
+/* purge_thread_collect — the purge thread is started at load or never.
  *
- * 32 MiB of page runs freed start the purge thread (it starts once 1 MiB
- * wait, at the next call that holds no lock).  lithe_collect(true) gives
- * everything back, so nothing waits: the thread must be gone when it
- * returns (Threads: 1 at once, not a purge delay later), so that a
- * program that has given its memory back is single-threaded for what it
- * does next (unshare(CLONE_NEWUSER), fork without Python 3.12's warning).
- * Then the thread must start again for the next 32 MiB, exit on its own
- * once that is purged (left for the next start to join), and start
- * once more, with the memory purged each time. */
+ * No thread may be started or joined inside an allocation call (glibc
+ * holds locks around its own free calls that pthread_create and
+ * pthread_join take: regress_purge_join_hang).  So, by default, freeing
+ * 32 MiB of page runs and going quiet leaves the process with one thread,
+ * and the calls that follow purge what waited.  With LITHE_PURGE_THREAD=1
+ * the thread is there before the first allocation of main, stays through
+ * lithe_collect(true) (which purges everything itself and joins nothing),
+ * and purges a quiet program's 32 MiB within the delay + 3 s, three times
+ * over.  The test runs itself in two children, one for each setting. */
 #include "testutil.h"
-
 
 static void churn(void) {
   tu_free_32mib_of_runs();
-  void *p = malloc(MiB / 2); /* a call with no lock held: the thread starts */
+  void *p = malloc(MiB / 2);
   CHECK(p != NULL);
   free(p);
 }
 
-/* Threads: `want` within `ms` (polled every 10 ms); the count seen */
-static long threads_within(long want, long ms) {
-  long t = tu_status_kb("Threads");
-  for (long waited = 0; t != want && waited < ms; waited += 10) {
+static long purged_within(long rss_freed, long ms) {
+  long rss = tu_status_kb("RssAnon");
+  for (long waited = 0; rss > rss_freed - 16 * 1024 && waited < ms; waited += 10) {
     tu_sleep_ms(10);
-    t = tu_status_kb("Threads");
+    rss = tu_status_kb("RssAnon");
   }
-  return t;
+  return rss;
 }
 
-int main(void) {
+static int child(bool on) {
+  long delay = tu_purge_delay_ms(), want = on ? 2 : 1;
+  CHECKF(tu_status_kb("Threads") == want, "Threads: %ld at the start of main", tu_status_kb("Threads"));
+  for (int round = 0; round < 3; round++) {
+    churn();
+    long rss_freed = tu_status_kb("RssAnon");
+    long rss = on ? purged_within(rss_freed, delay + 3000) : (tu_sleep_ms(delay + 100), rss_freed);
+    long t = tu_status_kb("Threads");
+    printf("round %d: Threads %ld, RssAnon %ld -> %ld kB quiet\n", round, t, rss_freed, rss);
+    CHECKF(t == want, "Threads: %ld after freeing 32 MiB (a thread started or ended by a call)", t);
+    if (on) CHECKF(rss < rss_freed - 16 * 1024, "RssAnon %ld -> %ld kB: not purged while quiet", rss_freed, rss);
+    lithe_collect(true);
+    t = tu_status_kb("Threads");
+    CHECKF(t == want, "Threads: %ld after lithe_collect(true)", t);
+  }
+  if (!on) { /* the calls purge: one large call after the delay */
+    churn();
+    long rss_freed = tu_status_kb("RssAnon");
+    tu_sleep_ms(delay + 100);
+    void *p = malloc(MiB / 2);
+    CHECK(p != NULL);
+    free(p);
+    long rss = tu_status_kb("RssAnon");
+    printf("no thread: RssAnon %ld -> %ld kB after one call past the delay\n", rss_freed, rss);
+    CHECKF(rss < rss_freed - 16 * 1024, "RssAnon %ld -> %ld kB: a call past the delay purged nothing",
+           rss_freed, rss);
+  }
+  printf("purge thread %s: ok\n", on ? "on" : "off");
+  return 0;
+}
+
+int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
+  if (argc > 1) return child(!strcmp(argv[1], "on"));
   tu_require_lithe();
-  long delay = tu_purge_delay_ms();
-  CHECKF(tu_status_kb("Threads") == 1, "Threads: %ld at the start", tu_status_kb("Threads"));
-
-  churn();
-  long t = tu_status_kb("Threads");
-  printf("after freeing 32 MiB: Threads %ld\n", t);
-  CHECKF(t == 2, "the purge thread did not start (Threads: %ld)", t);
-  lithe_collect(true);
-  /* pthread_join returns once the kernel has cleared the thread's id,
-   * a moment before it stops counting it: 100 ms, against the delay
-   * (300 ms) the thread slept on before */
-  t = threads_within(1, 100);
-  printf("right after lithe_collect(true): Threads %ld\n", t);
-  CHECKF(t == 1, "lithe_collect(true) returned with the purge thread still there (Threads: %ld)", t);
-
-  churn();
-  t = tu_status_kb("Threads");
-  printf("32 MiB freed again: Threads %ld\n", t);
-  CHECKF(t == 2, "the purge thread did not start again (Threads: %ld)", t);
-  long rss_freed = tu_status_kb("RssAnon");
-  t = threads_within(1, delay + 3000);
-  long rss_quiet = tu_status_kb("RssAnon");
-  printf("quiet for up to the delay + 3 s: Threads %ld, RssAnon %ld -> %ld kB\n", t, rss_freed,
-         rss_quiet);
-  CHECKF(t == 1, "the purge thread did not exit once nothing waited (Threads: %ld)", t);
-  CHECKF(rss_quiet < rss_freed - 16 * 1024, "RssAnon %ld -> %ld kB: not purged", rss_freed, rss_quiet);
-
-  churn(); /* a new thread: the one that exited on its own is joined first */
-  t = tu_status_kb("Threads");
-  printf("third time: Threads %ld\n", t);
-  CHECKF(t == 2, "the purge thread did not start a third time (Threads: %ld)", t);
-  lithe_collect(true);
-  t = threads_within(1, 100);
-  CHECKF(t == 1, "Threads: %ld after the second lithe_collect(true)", t);
-  printf("purge thread joined by lithe_collect(true), restarted, exited, restarted\n");
+  static tu_child r;
+  for (int on = 0; on < 2; on++) {
+    const char *env[] = {on ? "LITHE_PURGE_THREAD=1" : "LITHE_PURGE_THREAD", NULL};
+    char *argv2[] = {argv[0], on ? "on" : "off", NULL};
+    CHECK(tu_run_exec(&r, argv2, env, 60) == 0);
+    char how[64];
+    tu_describe(&r, how, sizeof how);
+    fputs(r.out, stdout);
+    fputs(r.err, stdout);
+    CHECKF(!r.timed_out && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "thread %s: %s",
+           on ? "on" : "off", how);
+  }
   return 0;
 }
