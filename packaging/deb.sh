@@ -64,13 +64,9 @@ control() { # dir package section depends description...
   } >"$dir/DEBIAN/control"
 }
 
-copyright() { # dir package
+copyright() { # dir package: the MIT (Expat) licence, Debian's machine-readable format
   mkdir -p "$1/usr/share/doc/$2"
-  cat >"$1/usr/share/doc/$2/copyright" <<COPY
-lithe $ver, a general-purpose memory allocator, packaged from its source
-tree by make deb (packaging/deb.sh). The terms are those of the lithe
-source tree it was built from.
-COPY
+  install -m 644 "$src/packaging/copyright" "$1/usr/share/doc/$2/copyright"
 }
 
 rt=$work/liblithe$so
