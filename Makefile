@@ -1,5 +1,7 @@
 # Thin wrapper over CMake so the usual verbs work from a fresh clone.
 #   make        build everything (build/liblithe.so, build/liblithe.a, tools, benchmarks)
+#   make lib    the library only: build/liblithe.so, build/liblithe.a (no tests,
+#               benchmarks or tools; also cmake -DLITHE_BUILD_TESTS=OFF -DLITHE_BUILD_BENCH=OFF)
 #   make test   build, then run every CTest test
 #   make bench  build, then run the default allocator comparison (report in build/bench-report/)
 #   make install [PREFIX=/usr/local] [DESTDIR=]   library, header, pkg-config, CMake package,
@@ -21,11 +23,15 @@ PREFIX ?= /usr/local
 # install_manifest.txt (without DESTDIR) is rewritten by every install, the tests' too
 MANIFEST = $(BUILD)/lithe-install-manifest.txt
 
-.PHONY: all test bench clean install uninstall deb debug test-debug secure valgrind soak
+.PHONY: all lib test bench clean install uninstall deb debug test-debug secure valgrind soak
 
 all:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
+
+lib:
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) --target lithe lithe-static
 
 test: all debug
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
