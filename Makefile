@@ -5,9 +5,11 @@
 #   make test   build, then run every CTest test
 #   make bench  build, then run the default allocator comparison (report in build/bench-report/)
 #   make install [PREFIX=/usr/local] [DESTDIR=]   library, header, pkg-config, CMake package,
-#               man pages, the `lithe` launcher and lithe-bench (cmake --install underneath)
+#               man pages, the `lithe` launcher, the hardened and valgrind libraries
+#               (lib/lithe/) and lithe-bench (cmake --install underneath)
 #   make uninstall  remove what the last make install put there (its manifest)
-#   make deb    build/deb/liblithe0_*.deb and liblithe-dev_*.deb (dpkg-deb)
+#   make deb    build/deb/liblithe0_*.deb, liblithe-dev_*.deb, lithe-bench_*.deb (dpkg-deb;
+#               built in build/deb-tree with libdir lib/<multiarch triplet>)
 #   make debug  build-debug/: lithe with its assertions and lock-rank checks
 #               (CMAKE_BUILD_TYPE=Debug); `make test` runs the suite on it too
 #   make secure build/liblithe-secure.so: the hardened build (docs/reliability.md)
