@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Thin wrapper over CMake so the usual verbs work from a fresh clone.
 #   make        build everything (build/liblithe.so, build/liblithe.a, tools, benchmarks)
 #   make lib    the library only: build/liblithe.so, build/liblithe.a (no tests,

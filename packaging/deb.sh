@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # make deb: Debian binary packages, with dpkg-deb.  LIB below is
 # /usr/lib/<multiarch triplet> (/usr/lib/x86_64-linux-gnu on amd64).
 #   liblithe0     LIB/liblithe.so.0.2.0, the liblithe.so.0 link, /usr/bin/lithe

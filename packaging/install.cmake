@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Runs at install time (install(CODE) in packaging/CMakeLists.txt), when the
 # final prefix is known: CMAKE_INSTALL_PREFIX is then the --prefix given to
 # cmake --install, and file(INSTALL) adds $DESTDIR and records the file in
