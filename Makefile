@@ -1,11 +1,16 @@
+# SPDX-License-Identifier: MIT
 # Thin wrapper over CMake so the usual verbs work from a fresh clone.
 #   make        build everything (build/liblithe.so, build/liblithe.a, tools, benchmarks)
+#   make lib    the library only: build/liblithe.so, build/liblithe.a (no tests,
+#               benchmarks or tools; also cmake -DLITHE_BUILD_TESTS=OFF -DLITHE_BUILD_BENCH=OFF)
 #   make test   build, then run every CTest test
 #   make bench  build, then run the default allocator comparison (report in build/bench-report/)
 #   make install [PREFIX=/usr/local] [DESTDIR=]   library, header, pkg-config, CMake package,
-#               man pages, the `lithe` launcher and lithe-bench (cmake --install underneath)
+#               man pages, the `lithe` launcher, the hardened and valgrind libraries
+#               (lib/lithe/) and lithe-bench (cmake --install underneath)
 #   make uninstall  remove what the last make install put there (its manifest)
-#   make deb    build/deb/liblithe0_*.deb and liblithe-dev_*.deb (dpkg-deb)
+#   make deb    build/deb/liblithe0_*.deb, liblithe-dev_*.deb, lithe-bench_*.deb (dpkg-deb;
+#               built in build/deb-tree with libdir lib/<multiarch triplet>)
 #   make debug  build-debug/: lithe with its assertions and lock-rank checks
 #               (CMAKE_BUILD_TYPE=Debug); `make test` runs the suite on it too
 #   make secure build/liblithe-secure.so: the hardened build (docs/reliability.md)
@@ -21,11 +26,15 @@ PREFIX ?= /usr/local
 # install_manifest.txt (without DESTDIR) is rewritten by every install, the tests' too
 MANIFEST = $(BUILD)/lithe-install-manifest.txt
 
-.PHONY: all test bench clean install uninstall deb debug test-debug secure valgrind soak
+.PHONY: all lib test bench clean install uninstall deb debug test-debug secure valgrind soak
 
 all:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
+
+lib:
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) --target lithe lithe-static
 
 test: all debug
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

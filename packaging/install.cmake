@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Runs at install time (install(CODE) in packaging/CMakeLists.txt), when the
 # final prefix is known: CMAKE_INSTALL_PREFIX is then the --prefix given to
 # cmake --install, and file(INSTALL) adds $DESTDIR and records the file in
@@ -23,6 +24,7 @@ if(LITHE_COMPONENT STREQUAL "dev")
   file(INSTALL DESTINATION "${LITHE_FULL_LIBDIR}/pkgconfig" TYPE FILE FILES "${_gen}/lithe.pc")
 elseif(LITHE_COMPONENT STREQUAL "runtime")
   set(LITHE_LIBRARY "${LITHE_FULL_LIBDIR}/liblithe.so.${LITHE_SOVERSION}")
+  lithe_abs(LITHE_FULL_PKGLIBDIR "${LITHE_PKGLIBDIR}")
   configure_file("${LITHE_SRC}/lithe.sh.in" "${_gen}/lithe" @ONLY)
   file(INSTALL DESTINATION "${LITHE_FULL_BINDIR}" TYPE PROGRAM FILES "${_gen}/lithe")
 elseif(LITHE_COMPONENT STREQUAL "bench")

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # make uninstall: remove every file the last make install wrote (its
 # manifest, DESTDIR included), then the folders that are lithe's own
 # (lib/cmake/lithe, lib/lithe/bench, share/lithe/traces ...) once empty.

@@ -2,7 +2,10 @@
 # install_launcher: `lithe run python3 -c ...` of the scratch install.  Proof
 # that lithe served the interpreter: the dynamic linker binds python's
 # malloc/free to the installed liblithe.so.0 (LD_DEBUG=bindings), and lithe's
-# own statistics at exit (`lithe stats`) count heaps and spans.
+# own statistics at exit (`lithe stats`) count heaps and spans.  Then the
+# other builds: `lithe run --secure` maps lib/lithe/liblithe-secure.so,
+# `lithe run --valgrind` runs the program under memcheck with
+# lib/lithe/liblithe-valgrind.so (skipped, named, without valgrind).
 # usage: launcher.sh PREFIX
 source "$(dirname "$0")/common.sh"
 prefix=$1
@@ -32,4 +35,25 @@ spans=$(awk '/small spans/ { print $NF; exit }' "$TMP/err")
 "$prefix/bin/lithe" stats ls / >/dev/null 2>"$TMP/err-ls" || fail "lithe stats ls exited $?"
 grep -q "lithe stats (pid" "$TMP/err-ls" || fail "no lithe statistics from ls (it closes stderr at exit)"
 echo "ok: statistics of ls, which closes stderr at exit"
+# the hardened and valgrind builds
+sec=$prefix/lib/lithe/liblithe-secure.so
+[ "$("$prefix/bin/lithe" lib --secure)" = "$sec" ] || fail "lithe lib --secure says '$("$prefix/bin/lithe" lib --secure)', want $sec"
+"$prefix/bin/lithe" run --secure cat /proc/self/maps >"$TMP/maps" || fail "lithe run --secure cat exited $?"
+grep -q " $sec\$" "$TMP/maps" || fail "lithe run --secure did not map $sec"
+out=$("$prefix/bin/lithe" run --secure "$PY" -c "$code") || fail "lithe run --secure python3 exited $?"
+[ "$out" = "$want" ] || fail "python printed '$out' under lithe run --secure"
+echo "ok: lithe run --secure (python3 on $sec)"
+if "$prefix/bin/lithe" lib --bogus >/dev/null 2>&1; then fail "lithe lib --bogus did not fail"; fi
+vg=$prefix/lib/lithe/liblithe-valgrind.so
+if [ ! -f "$vg" ]; then
+  echo "SKIP: lithe run --valgrind: liblithe-valgrind.so not built (apt-get install valgrind, then rebuild)"
+elif ! command -v valgrind >/dev/null; then
+  echo "SKIP: lithe run --valgrind: needs valgrind (apt-get install valgrind)"
+else
+  VALGRIND_OPTS="-q --log-file=$TMP/vg.log" "$prefix/bin/lithe" run --valgrind cat /proc/self/maps >"$TMP/maps" ||
+    fail "lithe run --valgrind cat exited $?"
+  grep -q " $vg\$" "$TMP/maps" || fail "lithe run --valgrind did not map $vg"
+  grep -q "valgrind" "$TMP/maps" || fail "lithe run --valgrind: cat did not run under valgrind"
+  echo "ok: lithe run --valgrind (cat under memcheck on $vg)"
+fi
 echo "install_launcher: OK (python3 served by $lib, $spans small spans live at exit)"

@@ -3,7 +3,8 @@
 # fixture of the other install_* tests), then the tree's shape: the real
 # library file liblithe.so.X.Y.Z, the soname link, the dev link, the soname
 # recorded in the library, the header, lithe.pc, the CMake package, the man
-# pages and the launcher.
+# pages, the launcher and the hardened (and, where built, valgrind) library
+# in lib/lithe/ for lithe run --secure / --valgrind.
 # usage: tree.sh BUILD_DIR PREFIX
 source "$(dirname "$0")/common.sh"
 build=$1 prefix=$2
@@ -14,9 +15,12 @@ cmake --install "$build" --prefix "$prefix" >"$TMP/log" 2>&1 || { cat "$TMP/log"
 for f in lib/liblithe.so.$VERSION lib/liblithe.a include/lithe.h lib/pkgconfig/lithe.pc \
          lib/cmake/lithe/litheConfig.cmake lib/cmake/lithe/litheConfigVersion.cmake \
          lib/cmake/lithe/litheTargets.cmake share/man/man3/lithe.3 share/man/man1/lithe.1 \
-         share/man/man1/lithe-bench.1 bin/lithe bin/lithe-bench lib/lithe/bench/lithe-bench; do
+         share/man/man1/lithe-bench.1 bin/lithe bin/lithe-bench lib/lithe/bench/lithe-bench lib/lithe/liblithe-secure.so; do
   [ -f "$prefix/$f" ] || fail "$f not installed"
 done
+if [ -f "$build/liblithe-valgrind.so" ] && [ ! -f "$prefix/lib/lithe/liblithe-valgrind.so" ]; then
+  fail "lib/lithe/liblithe-valgrind.so not installed (build/liblithe-valgrind.so was built)"
+fi
 [ "$(readlink "$prefix/lib/liblithe.so.$SOVERSION")" = "liblithe.so.$VERSION" ] ||
   fail "lib/liblithe.so.$SOVERSION -> '$(readlink "$prefix/lib/liblithe.so.$SOVERSION")', want liblithe.so.$VERSION"
 [ "$(readlink "$prefix/lib/liblithe.so")" = "liblithe.so.$SOVERSION" ] ||
