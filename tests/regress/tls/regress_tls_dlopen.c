@@ -12,7 +12,7 @@
  * with "cannot allocate memory in static TLS block".  This program is not
  * linked with lithe: it dlopens liblithe.so, checks that lithe_malloc and
  * lithe_free work through dlsym, then dlopens a library with TLS_LIB_BYTES
- * (1,024, tests/CMakeLists.txt) of initial-exec TLS, which must load (one
+ * (1,024, CMakeLists.txt here) of initial-exec TLS, which must load (one
  * of 1,080 bytes no longer loads after lithe's 637). */
 #include "testutil.h" /* without HAVE_LITHE: not linked with lithe */
 
