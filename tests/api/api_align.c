@@ -1,5 +1,12 @@
 /* api_align: posix_memalign, aligned_alloc, memalign, valloc, pvalloc —
- * alignments 1..4 MiB honoured, bad alignments refused with EINVAL. */
+ * alignments 1..4 MiB honoured, bad alignments refused with EINVAL.
+ *
+ * What the tests check, in detail:
+ *
+ * `api_align`: posix_memalign / aligned_alloc / memalign for alignments up
+ * to 4 MiB (and 8..256 MiB), also reallocated; EINVAL for bad alignments
+ * (posix_memalign leaves `*out` alone; aligned_alloc / memalign: lithe
+ * only); valloc / pvalloc page rounding */
 #include "testutil.h"
 
 #include <malloc.h>

@@ -1,6 +1,15 @@
 /* api_basic: C semantics of malloc, free, calloc, realloc, reallocarray,
  * malloc_usable_size and malloc_trim, including the failure cases
- * (overflow, impossible sizes) and their errno. */
+ * (overflow, impossible sizes) and their errno.
+ *
+ * What the tests check, in detail:
+ *
+ * `api_basic`: malloc(0) unique; free(NULL); realloc(NULL, n) / realloc(p,
+ * 0); NULL + ENOMEM for impossible sizes (SIZE_MAX, PTRDIFF_MAX+1, 2^47
+ * ...) in every function; calloc / reallocarray overflow; a failed realloc
+ * leaves the block alone; calloc zero after reuse of dirty memory; realloc
+ * keeps contents growing to 130 MiB and back; usable size writable, no
+ * overlap */
 #include "testutil.h"
 
 #include <malloc.h>

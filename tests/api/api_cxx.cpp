@@ -2,6 +2,10 @@
 // nothrow, sized delete, aligned new (align_val_t 64 and 4096), bad_alloc on
 // an impossible size, nullptr from the nothrow form, and a new_handler that
 // frees a reserve so the retry succeeds.
+//
+// In the suite: new/delete, arrays, nothrow, sized delete, aligned new (64,
+// 4096, 64K, 2M), bad_alloc / nullptr on impossible sizes, a new_handler
+// that frees a reserve (under RLIMIT_AS in a child).
 #include "testutil.h"
 
 #include <malloc.h>

@@ -9,7 +9,18 @@
  *   5,000 heaps created and destroyed: committed and metadata stay bounded;
  *   misuse (in children): destroy twice, malloc from a destroyed heap,
  *     a Debug build: two threads allocating from one heap at once.
- * Needs lithe. */
+ * Needs lithe.
+ *
+ * What the tests check, in detail:
+ *
+ * `api_heaps`: first-class heaps: 20,000 blocks (small, large, 17 MiB
+ * xlarge; malloc, calloc zero, memalign 64, realloc) patterned and checked;
+ * memalign 16 B .. 1 MiB; EINVAL / ENOMEM; a quarter freed here, a quarter
+ * by two other threads, destroy with those remote frees on the spans:
+ * committed - purged back within 4 MiB of the start; 3 rounds of fill +
+ * destroy; 5,000 heaps made and destroyed: metadata unchanged; in children:
+ * destroy twice and malloc after destroy abort with the heap's address; a
+ * Debug build: two threads allocating from one heap reported */
 #include "testutil.h"
 #include <malloc.h>
 #include <pthread.h>

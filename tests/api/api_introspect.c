@@ -10,7 +10,18 @@
  *   mallopt accepts glibc's parameters; M_TRIM_THRESHOLD 0 / other maps to
  *     the purge delay (free page runs given back at once / after the delay);
  *   free_aligned_sized, malloc_size.
- * Single-threaded, so every snapshot is exact.  Needs lithe. */
+ * Single-threaded, so every snapshot is exact.  Needs lithe.
+ *
+ * What the tests check, in detail:
+ *
+ * `api_introspect`: `mallinfo2` against `lithe_stats_get` (hblks / hblkhd =
+ * xlarge live / bytes, arena + hblkhd = committed) and `/proc/self/status`
+ * (VmData covers arena + hblkhd; 200,000 x 256 B + 3 x 1 MiB raise uordblks
+ * by exactly 54,345,728 and VmRSS by 95..110 % of it); all freed: uordblks
+ * back to its start; `mallinfo` saturates (2.5 GiB xlarge); `malloc_stats`
+ * and `malloc_info` (glibc's XML) print the same figures; `mallopt` takes
+ * every glibc parameter, `M_TRIM_THRESHOLD` 0 purges at once (keepcost 0),
+ * another value restores the delay; `free_aligned_sized`, `malloc_size` */
 #include "testutil.h"
 #include <limits.h>
 #include <malloc.h>

@@ -1,6 +1,14 @@
 /* api_prefixed: the lithe_ forms of the API (same semantics as the plain
  * ones), lithe_free_sized, lithe_collect, lithe_stats_get / _print and
- * lithe_version. Needs lithe. */
+ * lithe_version. Needs lithe.
+ *
+ * What the tests check, in detail:
+ *
+ * `api_prefixed`: the `lithe_` functions, `lithe_collect`,
+ * `lithe_stats_get` (counters move as expected), `lithe_stats_print`,
+ * `lithe_version`; documented details: 64/4096-multiple size classes
+ * aligned to that, impossible sizes make no system call, `malloc_trim`
+ * returns 1 after freeing */
 #include "testutil.h"
 
 #include <malloc.h>

@@ -3,7 +3,14 @@
  * to 70000, large sizes 64 KiB..64 MiB and xlarge sizes past 64 MiB. Each
  * block is filled over its whole usable size with a pattern and verified
  * while its neighbours live, then calloc of the same size must read zero; then a realloc chain walks the same sizes up
- * and down checking the contents survive. */
+ * and down checking the contents survive.
+ *
+ * What the tests check, in detail:
+ *
+ * `api_sizes`: sizes 1..1040 one by one, n-1/n/n+1 around powers of two, a
+ * stride to 70000, large 64 KiB..64 MiB, xlarge to 130 MiB: alignment,
+ * usable size, whole usable size written and verified; a realloc chain up
+ * and down all of them */
 #include "testutil.h"
 
 #include <malloc.h>

@@ -2,7 +2,13 @@
  * the memory it reuses was dirtied and freed a moment ago by another thread.
  * Threads allocate dirty blocks (small, large and a few xlarge), hand them to
  * a neighbour which frees them, and calloc blocks of the same sizes, checking
- * every byte is zero. */
+ * every byte is zero.
+ *
+ * What the tests check, in detail:
+ *
+ * `stress_calloc`: 4 threads: dirty blocks (some reallocated) handed to a
+ * neighbour that frees them, while calloc of similar sizes (small .. 4 MiB,
+ * a few >= 64 MiB) must read zero (head, tail and every page) */
 #include "testutil.h"
 
 #include <malloc.h>

@@ -4,7 +4,14 @@
  * with at most a few MiB live at any moment, the peak RSS stays far below
  * what millions of blocks would take. At the end the producers exit while
  * consumers still hold their blocks, and those are freed after their owner
- * is gone. */
+ * is gone.
+ *
+ * What the tests check, in detail:
+ *
+ * `stress_remote`: 2 producer threads only allocate, 2 consumers only free
+ * (4M remote frees): peak RSS stays bounded (freed memory is reused by the
+ * producers), some blocks freed after their producer exited; committed < 64
+ * MiB after `lithe_collect(true)` */
 #include "testutil.h"
 
 #include <malloc.h>

@@ -4,7 +4,21 @@
  * it is freed or reallocated. A share of the blocks is handed to another
  * thread through a mutex-protected queue, and that thread checks, sometimes
  * reallocates, and frees it. At the end every allocation has been freed
- * exactly once: the counters must balance. */
+ * exactly once: the counters must balance.
+ *
+ * What the tests check, in detail:
+ *
+ * `stress_threads`: 4 threads x 1,000,000 random malloc / calloc / realloc
+ * / aligned / free, a third of the frees (and some reallocs) by another
+ * thread via queues; every block patterned and checked; allocations = frees
+ *
+ * `stress_threads_purge0`: the same, 4 x 400,000, with
+ * `LITHE_PURGE_DELAY_MS=0 LITHE_ARENA_SIZE=4m` (many small arenas, pages
+ * purged at once)
+ *
+ * `stress_threads_collect`: the same, 3 x 400,000, while another thread
+ * calls `lithe_collect(true)`, `lithe_collect(false)` and `malloc_trim(0)`
+ * every 0.3 ms: purging never loses a live block's contents */
 #include "testutil.h"
 
 #include <malloc.h>

@@ -14,7 +14,15 @@
  * liblithe's sysconf call; on a kernel with bigger pages it reports those).
  * A 40 KiB block starting 8 KiB past a 16 KiB boundary is filled with 0xAA
  * and freed, the heap collected, then a fresh calloc(15 MiB) is checked
- * for any non-zero byte. */
+ * for any non-zero byte.
+ *
+ * What the tests check, in detail:
+ *
+ * `regress_calloc_bigpage`: (review fix) the program's `sysconf` reports 16
+ * KiB OS pages to lithe: a 40 KiB block 8 KiB past a 16 KiB boundary filled
+ * with 0xAA and freed, `lithe_collect(true)`, then a fresh `calloc(15 MiB)`
+ * has no non-zero byte (it had 8,192: the arena's bump came down below the
+ * decommitted part) */
 #include "testutil.h"
 #include <sys/auxv.h>
 

@@ -40,7 +40,16 @@
  *     system calls each (a program at its limit that keeps trying, as
  *     python3 does, made 20 each: 20,552 in one failed start), and a
  *     malloc must succeed again once the program unmaps 1 MiB it mapped
- *     itself before the fill. */
+ *     itself before the fill.
+ *
+ * What the tests check, in detail:
+ *
+ * `regress_ulimit_v`: (review fix) with RLIMIT_AS = 16 MiB in a child: this
+ * test re-executed (2000 small blocks, 200 / 600 KiB, calloc 1000 KiB,
+ * realloc), `ls /` and `python3 -c ...` with `LD_PRELOAD` = the liblithe
+ * under test exit 0 (each first checked without lithe; one that fails there
+ * is not checked). Before: lithe's first malloc needed ~131 MiB of address
+ * space */
 #include "testutil.h"
 #include <malloc.h>
 

@@ -13,7 +13,17 @@
  * again and held ~40 spans of 64 KiB out of the page heap until the next
  * flush, which walked them block by block (replay_python: 11 flushes of
  * 610,000 blocks in a warm-up and one timed run; bench-mallocbench
- * realloc: 584).  Needs lithe. */
+ * realloc: 584).  Needs lithe.
+ *
+ * What the tests check, in detail:
+ *
+ * `regress_bin_regrow`: 10 rounds of 40,000 blocks of 64 B grow that bin
+ * until it holds them all (40 spans); 20,000 blocks of 128 B then make the
+ * heap flush its bins (1 span left); one more round of 40,000 x 64 B with
+ * the 128 B blocks live must give its spans back (6 now: the flushed bin
+ * starts at its first capacity, 256 blocks; before, it took all 40,000
+ * again and kept 40 spans until the next flush, which walked them:
+ * replay_python 11 flushes of 610,000 blocks a warm-up and run) */
 #include "testutil.h"
 #include <sys/mman.h>
 

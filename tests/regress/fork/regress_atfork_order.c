@@ -12,7 +12,15 @@
  *
  * main registers handlers that allocate and free a large and a small block
  * (prepare, parent and child) before anything else, then forks 3 times;
- * each child allocates and exits 0. A hang is ended by alarm() (SIGALRM). */
+ * each child allocates and exits 0. A hang is ended by alarm() (SIGALRM).
+ *
+ * What the tests check, in detail:
+ *
+ * `regress_atfork_order`: (review fix) main's first call registers
+ * `pthread_atfork` handlers that allocate a large and a small block
+ * (prepare, parent, child); 3 forks must not deadlock (lithe registered
+ * lazily, after them, so its prepare ran first and held the page-heap
+ * lock), each child allocates; `alarm(30)` ends a hang */
 #include "testutil.h"
 #include <pthread.h>
 

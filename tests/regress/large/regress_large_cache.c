@@ -20,7 +20,18 @@
  *      delays: large_cached 0 (the purge thread gave it back);
  *   6. a request the page heap's free runs cannot serve takes the caches
  *      back before fresh pages: 8 cached 512 KiB blocks, then 1 MiB blocks
- *      in another thread leave none cached. */
+ *      in another thread leave none cached.
+ *
+ * What the tests check, in detail:
+ *
+ * `regress_large_cache`: with `LITHE_PURGE_DELAY_MS=200`: 1,000 pairs of
+ * `malloc(128 KiB)` + free reuse the first block every time, leaving
+ * `pages.large_cached` 1 (131,072 bytes) and `large_live` at its start;
+ * `lithe_collect(true)` leaves none cached and `free_dirty_bytes` 0; a
+ * thread's cached block is gone once it exits; a cached 200 KiB block
+ * (after a 20 MiB one freed, which starts the purge thread) is gone after 4
+ * delays with no call; 8 cached 512 KiB blocks are taken back when another
+ * thread's 1 MiB blocks find no free run */
 #include "testutil.h"
 #include <pthread.h>
 #include <lithe.h>

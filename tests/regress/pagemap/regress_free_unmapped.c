@@ -13,7 +13,17 @@
  *   double_free   free(p) twice: SIGABRT, "double free" and the address
  *   double_free_overwritten  free(p), its first 16 bytes (link and key)
  *                 overwritten, free(p): the same (the bin-head check)
- *   interior      free(p + 16): "interior pointer" and the address */
+ *   interior      free(p + 16): "interior pointer" and the address
+ *
+ * What the tests check, in detail:
+ *
+ * `regress_free_unmapped_*`: with RLIMIT_AS = 64 MiB (no flat pagemap:
+ * free() reads the two-level map in `free_unmapped`), in a re-executed
+ * child: `ok` 10,000 pairs and 20 batches of 100 at 7 sizes 16 B .. 32 KiB
+ * with contents checked and VmSize under 1 GiB (no 128 GiB map);
+ * `double_free`, `double_free_overwritten` (first 16 bytes smashed between
+ * the frees) and `interior` (p + 16) each abort with the report, the
+ * operation and the address */
 #include "testutil.h"
 #include <sys/resource.h>
 

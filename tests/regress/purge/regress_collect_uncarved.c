@@ -15,7 +15,16 @@
  * bytes, the first of a fresh span; its span's pages past the first are
  * resident before the collection and none of them after; the block keeps
  * its content, and the span carves on (zeroed calloc blocks).  Needs
- * lithe. */
+ * lithe.
+ *
+ * What the tests check, in detail:
+ *
+ * `regress_collect_uncarved`: with `LITHE_PURGE_DELAY_MS=60000
+ * LITHE_PURGE_THREAD=0`: 16 MiB of 4 KiB blocks written and freed, then one
+ * 320-byte block, the first of a 64 KiB span cut from those dirty pages:
+ * its 15 pages past the first resident before `lithe_collect(true)`, none
+ * after (15 before the fix); the block keeps its bytes, and the span's next
+ * 203 callocs are zero */
 #include "testutil.h"
 
 #define SIZE 320

@@ -17,7 +17,17 @@
  * loop; the same under LITHE_PROF=1 LITHE_PROF_SAMPLE=4k without the
  * library; and a stress of 3 s where joins of such threads race frees of
  * large blocks, malloc_trim and fork.  Each case with the purge thread off
- * (the default) and on. */
+ * (the default) and on.
+ *
+ * What the tests check, in detail:
+ *
+ * `regress_purge_join_hang`: no `free()` starts or joins a thread: children
+ * (60 s limit each, a hang fails) where 64 threads touch 48 KiB of a
+ * dlopen'ed library's dynamic TLS and are joined (glibc frees it under its
+ * stack-cache lock), 20 rounds; the same with a thread in `malloc_trim(0)`;
+ * `LITHE_PROF=1 LITHE_PROF_SAMPLE=4k` without the library; 3 s of such
+ * joins racing large frees, trims and forks; each with the purge thread off
+ * and on (hung at b49eda9 in the first case) */
 #include "testutil.h"
 #include <dlfcn.h>
 #include <pthread.h>

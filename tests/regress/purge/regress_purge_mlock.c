@@ -9,7 +9,16 @@
  *
  * Checks: every calloc of the freed size reads zero; errno is unchanged by
  * free() of small, large (locked and not) and xlarge blocks.
- * Exit 77 (skipped) if mlock is refused (RLIMIT_MEMLOCK). */
+ * Exit 77 (skipped) if mlock is refused (RLIMIT_MEMLOCK).
+ *
+ * What the tests check, in detail:
+ *
+ * `regress_purge_mlock`: (review fix) with `LITHE_PURGE_DELAY_MS=0`: a 200
+ * KiB block mlock'ed, filled with 0x5e and freed without munlock (madvise
+ * fails on locked pages): 32 callocs of that size (many at the same
+ * address) read zero; errno set to a sentinel is unchanged by free() of
+ * small, large, mlock'ed large and xlarge blocks. Exit 77 if mlock is
+ * refused */
 #include "testutil.h"
 #include <sys/mman.h>
 

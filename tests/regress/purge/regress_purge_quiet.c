@@ -13,7 +13,20 @@
  * the test's environment) was started when lithe loaded: Threads: 2 from
  * the start to the end, none started or ended by a call.  Then
  * mallopt(M_TRIM_THRESHOLD, 0) while the thread waits must still purge at
- * the next free. */
+ * the next free.
+ *
+ * What the tests check, in detail:
+ *
+ * `regress_purge_quiet`: (review fix) with `LITHE_PURGE_DELAY_MS=300`: 64
+ * MiB of 512 KiB blocks, two 24 MiB blocks and 20,000 small ones touched
+ * and freed, then no call into lithe (samples read with open/read): RssAnon
+ * back within 8 MiB of the start within the delay + 3 s, with
+ * `LITHE_PURGE_THREAD=1`; `Threads:` 2 from start to end, the thread
+ * started at load (freed memory stayed resident until the next call:
+ * replay_sqlite kept 133 MB through a 1.1 s pause); then, with 32 MiB
+ * waiting for the thread, `mallopt(M_TRIM_THRESHOLD, 0)` and 32 MiB more
+ * freed: RssAnon back within 8 MiB right after the frees (66 MB stayed: the
+ * callers left all purging to the running thread) */
 #include "testutil.h"
 #include <malloc.h>
 

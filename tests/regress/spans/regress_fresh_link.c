@@ -9,7 +9,14 @@
  *
  * For sizes across the small classes: 256 fresh blocks (carved from new
  * spans), then the same after freeing them (reused, linked again), through
- * malloc and memalign: the first word of each block must be 0. */
+ * malloc and memalign: the first word of each block must be 0.
+ *
+ * What the tests check, in detail:
+ *
+ * `regress_fresh_link`: (review fix) 256 blocks of each of 12 sizes 8 B ..
+ * 32 KiB from malloc, again after freeing them, and from memalign(64): the
+ * first word of every handed-out block is 0 (it held the free list's link
+ * to the next block, a heap address) */
 #include "testutil.h"
 #include <malloc.h>
 

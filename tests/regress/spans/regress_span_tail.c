@@ -10,7 +10,15 @@
  * freed pages in other places, faulted those pages in, 1 in 16 of the
  * pages they took (bench-mallocbench medium, 1 GiB of 1-8 KiB blocks
  * freed and asked again: 4,091 faults a run, tcmalloc 434; 246 now).
- * (sizeclass_table checks every class's span by the table.) */
+ * (sizeclass_table checks every class's span by the table.)
+ *
+ * What the tests check, in detail:
+ *
+ * `regress_span_tail`: 32 MiB of 5120-byte blocks written and freed, then
+ * 32 MiB of 4096-byte blocks written: at most 128 minor faults for the
+ * second wave (73 now; 530 before, when a 64 KiB span of 5120-byte blocks
+ * ended in a 4 KiB page no block reached, and the second wave's spans
+ * faulted those pages in) */
 #include "testutil.h"
 #include <malloc.h>
 #include "lithe.h"

@@ -11,7 +11,17 @@
  * frees a block, overwrites its first 16 bytes (the link and the free
  * key) and frees it again.  Its free goes to the span's remote list, and
  * without the check of that list's head the block was pushed twice: the
- * list looped onto itself. */
+ * list looped onto itself.
+ *
+ * What the tests check, in detail:
+ *
+ * `regress_heapless`, `regress_heapless_double_free`: a thread's first 8
+ * small allocations come from a shared heap: 20 threads of one malloc/free
+ * pair make no heap (`heaps_created` unchanged), 20 threads of 100 blocks
+ * make 20, contents checked; `_double_free` (review fix): such a thread
+ * frees a block, overwrites its first 16 bytes and frees it again: SIGABRT
+ * with a double-free report naming free and the address (the block was
+ * pushed onto its span's remote list twice, a loop) */
 #include "testutil.h"
 #include <pthread.h>
 

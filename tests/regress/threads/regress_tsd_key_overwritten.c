@@ -13,7 +13,16 @@
  *
  * 50 threads, joined one by one; each allocates enough to make a heap of
  * its own, then sets key 0 to a block of 0xff bytes (freed by nobody:
- * the program's leak); afterwards heaps_live stays small (printed). */
+ * the program's leak); afterwards heaps_live stays small (printed).
+ *
+ * What the tests check, in detail:
+ *
+ * `regress_tsd_key_overwritten`: 50 threads joined one by one, each makes
+ * its heap and then sets key 0 (lithe's, made first) to a block of 0xff
+ * bytes, as api_lifecycle's first thread does with a key it has not created
+ * yet: heap_thread_exit took the block for the heap and crashed (signal 11
+ * at 2784203); it takes the thread's heap from its TLS slot now,
+ * `heaps_live` <= 8 afterwards (1) */
 #include "testutil.h"
 #include <pthread.h>
 

@@ -10,7 +10,17 @@
  * stress_aligned asks for every size up to 2^45 at every alignment up to
  * 2^44: 14.9k system calls a sweep, 10.6k now.  The plain and the hinted
  * try now map read/write at once (the charge the block takes anyway);
- * only an over-map is PROT_NONE. */
+ * only an over-map is PROT_NONE.
+ *
+ * What the tests check, in detail:
+ *
+ * `regress_aligned_map_calls`: 16 blocks of 8 KiB at 4 MiB alignment
+ * (mappings of their own): aligned, written, at most 8 system calls each;
+ * `posix_memalign(64 KiB, 8 TiB)`: ENOMEM after at most 1 system call
+ * (overcommit mode 1 may allocate it: then it is freed) (the block was
+ * reserved PROT_NONE and committed after: a size the kernel refuses cost
+ * its reservation, trimming and unmapping first; MallocBench's
+ * stress_aligned sweep 14.9k system calls, 10.6k now) */
 #include "testutil.h"
 #include <errno.h>
 #include "lithe.h"

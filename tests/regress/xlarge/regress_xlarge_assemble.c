@@ -8,7 +8,20 @@
  * must keep the contents when it shrinks it in place or copies it to grow
  * it, free must give every piece back to the cache (and lithe_collect(true)
  * unmap them all), and the pages it reused must not be faulted in again.
- * Minor faults are counted, not timed: the count is stable. */
+ * Minor faults are counted, not timed: the count is stable.
+ *
+ * What the tests check, in detail:
+ *
+ * `regress_xlarge_assemble`: freed xlarge blocks of 6, 5 and 4 MiB serve a
+ * 13 MiB calloc none of them holds (one mapping grown by mremap, the others
+ * moved over its tail): all zero, under 1/10 of its pages faulted in (the
+ * old page-run path: 6,661 faults for 3,328 pages), realloc shrinks it in
+ * place and grows it by copying with the contents kept, its pieces serve
+ * the next 13 MiB block again, a churn of 60 blocks of 2-16 MiB leaves
+ * every one on an 8 KiB page (a grown block that mremap placed 4 KiB
+ * aligned made 2 of 60 misaligned, and later moves fail: bench-bigchurn
+ * --ops 400 67k faults instead of 15k), and `lithe_collect(true)` gives it
+ * all back */
 #include "testutil.h"
 #include <malloc.h>
 #include "lithe.h"

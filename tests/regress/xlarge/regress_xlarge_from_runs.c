@@ -9,7 +9,16 @@
  * runs served blocks up to 16 MiB).  Here 48 MiB of 512 KiB blocks are
  * freed; blocks of 2-8 MiB must then come from those pages (inside the
  * freed range, few faults), calloc must read zero there, and realloc must
- * keep the contents. */
+ * keep the contents.
+ *
+ * What the tests check, in detail:
+ *
+ * `regress_xlarge_from_runs`: (review fix) 96 blocks of 512 KiB freed, then
+ * blocks of 8 MiB, 2 MiB (calloc) and 5 MiB: each lies inside the freed
+ * pages with under 1/10 of its pages faulted in, calloc reads zero there,
+ * realloc to 12 MiB and back to 3 MiB keeps the contents, sized free of the
+ * block passes (blocks above 1 MiB took a mapping while the page heap held
+ * free pages for them: replay_sqlite peak 163.7 MB against 132.7) */
 #include "testutil.h"
 #include "lithe.h"
 

@@ -14,7 +14,17 @@
  * after the freed one so that mremap cannot grow it in place and must
  * move it, and after leaving a hole of exactly the new length that ends
  * 4 KiB off an 8 KiB page (the kernel maps top-down: the move lands
- * there unless lithe places it): every block must start on an 8 KiB page. */
+ * there unless lithe places it): every block must start on an 8 KiB page.
+ *
+ * What the tests check, in detail:
+ *
+ * `regress_xlarge_grow_align`: a cached xlarge mapping grown with mremap
+ * for a bigger request, with room after it taken and a hole of the new
+ * length ending 4 KiB off an 8 KiB page: 300 rounds of malloc /
+ * posix_memalign(8192), every block on an 8 KiB page (before the fix in
+ * `xassemble`: `malloc(20971648) = 0x7f3b186fd000`; found as
+ * stress_aligned's `posix_memalign(8192, 33554560) misaligned` in
+ * lithe-bench) */
 #include "testutil.h"
 #include <sys/mman.h>
 #include "lithe.h"

@@ -7,7 +7,20 @@
  * every piece again: MallocBench's stress_aligned asks 22 times at each
  * size from 16 MiB to 2 GiB, freeing each at once, and made 2,035 mremaps
  * a run (1.9x glibc's time).  Now ranges that lie side by side serve the
- * block together: same address, no system call, no page faulted in. */
+ * block together: same address, no system call, no page faulted in.
+ *
+ * What the tests check, in detail:
+ *
+ * `regress_xlarge_reassemble`: freed 6, 5 and 4 MiB blocks assembled into a
+ * 15 MiB one, freed: three more mallocs of 15 MiB (the last 100 KiB less)
+ * get the same address with no system call (`os_calls` unchanged) and under
+ * 1/10 of the pages faulted in, usable size the request in pages, contents
+ * written and read; a calloc of it reads zero (each request moved every
+ * piece again with mremap: MallocBench's stress_aligned, 2,035 mremaps a
+ * run); then a block of 4 MiB + 8 KiB freed and asked for 4 times: same
+ * address, no system call (its odd tail, a piece of its own once freed, was
+ * given back at the second free, and every second request moved the block
+ * to grow it) */
 #include "testutil.h"
 #include <malloc.h>
 #include "lithe.h"
