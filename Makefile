@@ -53,7 +53,7 @@ valgrind: all
 SOAK_SECONDS ?= 1800
 SOAK_THREADS ?= 4
 soak: all
-	$(BUILD)/tests/lithe-soak $(SOAK_SECONDS) $(SOAK_THREADS)
+	$(BUILD)/tests/stress/lithe-soak $(SOAK_SECONDS) $(SOAK_THREADS)
 
 # the whole suite against the Debug build, but the fuzzers (they build
 # lithe's sources themselves, with sanitizers, the same in both builds) and

@@ -18,7 +18,22 @@
  * that the blocks can be allocated again (their descriptors come from the
  * purged pages), and, in children, that free() and realloc() of a stale
  * block start and free() of a stale interior pointer die by SIGABRT with a
- * report naming the operation and the address. */
+ * report naming the operation and the address.
+ *
+ * What the tests check, in detail:
+ *
+ * `regress_meta_purge`: (white box, liblithe.a; Debug: with `lithe_verify`)
+ * 1,200 large blocks side by side below a live one, freed,
+ * `lithe_collect(true)`: the metadata count falls by >= 3/4 of their
+ * descriptors' bytes (prints it and RssAnon), the page of a freed
+ * descriptor in the middle is not resident (mincore) and reads as zero
+ * while the freed run's stale pagemap entry still names it; the blocks
+ * allocated again take the purged pages (metadata no higher than before),
+ * contents kept; a second collection with nothing freed changes nothing; in
+ * children, `free` and `realloc` of the old block start ("double free") and
+ * `free` of an interior pointer ("not allocated by lithe") die by SIGABRT
+ * with a report naming the operation and the address (descriptors were
+ * never given back: medium kept 7.1 MB of them) */
 #include "testutil.h"
 #include <sys/mman.h>
 #include "internal.h"

@@ -17,7 +17,17 @@
  *   A (40 pages) | B (13 pages) | C: free B, free A (A absorbs B; B's
  *   first page, A + 40 pages, still names B's freed descriptor), then
  *   malloc 41 pages: the 53-page run is split after page 41, whose last
- *   page is that stale one. */
+ *   page is that stale one.
+ *
+ * What the tests check, in detail:
+ *
+ * `regress_split_edge`: (Debug, white box) with `mallopt(M_TRIM_THRESHOLD,
+ * 0)` (freed large blocks straight to the page heap, not the thread's
+ * large-run cache) large A (40 pages) and B (13) side by side, B freed, A
+ * freed, malloc of 41 pages: the split must not read B's stale pagemap
+ * entry inside the merged run (free_neighbour's assertion; it fires with
+ * the split merging on both sides, as before 94a2cbe: the race TSan saw in
+ * tsan_fork_threads) */
 #include "testutil.h"
 #include <malloc.h>
 #define LITHE_DEBUG 1 /* lithe_verify(): this test links the Debug liblithe.a */

@@ -41,17 +41,6 @@ endif()
 lithe_add_test(regress_pagemap_sparse SOURCES sanitize/regress_pagemap_sparse.c LINK static TIMEOUT 60)
 target_include_directories(test-regress_pagemap_sparse PRIVATE ${PROJECT_SOURCE_DIR}/src)
 
-# a test program linked with one of lithe's shared libraries
-function(lithe_shared_exe target src lib)
-  add_executable(${target} ${src})
-  set_target_properties(${target} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
-  target_include_directories(${target} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
-    ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/tools)
-  target_compile_options(${target} PRIVATE -Wall -Wextra -fno-builtin)
-  target_compile_definitions(${target} PRIVATE HAVE_LITHE=1 LITHE_SHARED=1)
-  target_link_libraries(${target} PRIVATE ${lib} Threads::Threads ${CMAKE_DL_LIBS})
-endfunction()
-
 # ---- the hardened build (build/liblithe-secure.so) catches ... --------------
 if(TARGET lithe-secure)
   lithe_shared_exe(test-secure sanitize/secure.c lithe-secure)
@@ -59,9 +48,6 @@ if(TARGET lithe-secure)
     lithe_add_test(secure_${c} TARGET test-secure ARGS ${c} TIMEOUT 60)
   endforeach()
 endif()
-
-# ---- make soak: a long run, not a CTest test ---------------------------------
-lithe_shared_exe(lithe-soak sanitize/soak.c lithe)
 
 # ---- sanitizers: lithe's sources built with clang, tests through lithe_ ----
 # Like tests/fuzz: every src/*.c compiled by clang with the sanitizer;
@@ -152,15 +138,15 @@ endfunction()
 lithe_sanitizer(tsan "-fsanitize=thread")
 lithe_sanitizer(asan "-fsanitize=address,undefined;-fno-sanitize-recover=all")
 
-lithe_sanitized_test(tsan stress_threads stress_threads.c ARGS 4 100000)
-lithe_sanitized_test(tsan stress_threads_collect stress_threads.c ARGS 3 60000 ENV STRESS_COLLECT=1)
-lithe_sanitized_test(tsan stress_remote stress_remote.c ARGS 200000)
-lithe_sanitized_test(tsan thread_churn thread_churn.c ARGS 5000)
-lithe_sanitized_test(tsan thread_churn_remote thread_churn_remote.c ARGS 2000)
-lithe_sanitized_test(tsan fork_threads fork_threads.c ARGS 10)
+lithe_sanitized_test(tsan stress_threads stress/stress_threads.c ARGS 4 100000)
+lithe_sanitized_test(tsan stress_threads_collect stress/stress_threads.c ARGS 3 60000 ENV STRESS_COLLECT=1)
+lithe_sanitized_test(tsan stress_remote stress/stress_remote.c ARGS 200000)
+lithe_sanitized_test(tsan thread_churn stress/thread_churn.c ARGS 5000)
+lithe_sanitized_test(tsan thread_churn_remote stress/thread_churn_remote.c ARGS 2000)
+lithe_sanitized_test(tsan fork_threads stress/fork_threads.c ARGS 10)
 lithe_sanitized_test(tsan purge_exit sanitize/purge_exit.c ENV LITHE_PURGE_DELAY_MS=100 LITHE_PURGE_THREAD=1)
-lithe_sanitized_test(asan api_basic api_basic.c)
-lithe_sanitized_test(asan api_align api_align.c)
-lithe_sanitized_test(asan api_sizes api_sizes.c)
-lithe_sanitized_test(asan stress_threads stress_threads.c ARGS 4 100000)
-lithe_sanitized_test(asan stress_calloc stress_calloc.c ARGS 4 5000)
+lithe_sanitized_test(asan api_basic api/api_basic.c)
+lithe_sanitized_test(asan api_align api/api_align.c)
+lithe_sanitized_test(asan api_sizes api/api_sizes.c)
+lithe_sanitized_test(asan stress_threads stress/stress_threads.c ARGS 4 100000)
+lithe_sanitized_test(asan stress_calloc stress/stress_calloc.c ARGS 4 5000)
