@@ -52,5 +52,5 @@ void lithe_process_init(void) {
  * and of libraries loaded after lithe), unless an allocation came first. */
 __attribute__((constructor)) static void lithe_load(void) {
   lithe_process_init();
-  pages_purger_start(); /* (here only: never inside an allocation call) */
+  purger_start(); /* (here only: never inside an allocation call) */
 }

@@ -802,7 +802,25 @@ void sizeclass_init(void) INTERNAL;
 static inline size_t lut_index(size_t n) { return LUT_COARSE + ((n + 15) >> 4); }
 static inline unsigned size_class(size_t n) { return class_lut[lut_index(n)]; }
 
-/* arena.c: arenas and the page heap */
+/* arena.c: arenas (pages_lock held) */
+extern arena_t *arena_list INTERNAL;
+extern size_t arena_total INTERNAL;
+extern bool arena_starved INTERNAL;
+arena_t *arena_new(size_t min_bytes) INTERNAL;
+bool arena_commit_to(arena_t *a, char *need) INTERNAL;
+void arena_decommit_above(arena_t *a, char *top) INTERNAL;
+size_t arena_trim_tails(void) INTERNAL;
+
+/* pages.c: the page heap */
+/* the caches above it (large.c), registered by large_init: see pages.c */
+typedef struct {
+  bool (*reclaim)(uint64_t now, uint64_t by, uint64_t prev, bool all, bool hinted); /* lcache_reclaim */
+  uint64_t (*reclaim_due)(uint64_t now);                                            /* lcache_due */
+  bool (*expire)(uint64_t by, bool all);                                            /* xcache_expire */
+  uint64_t (*expire_due)(void);                                                     /* xcache_due */
+  void (*yield)(size_t bytes);                                                      /* xcache_yield */
+} page_caches_t;
+extern const page_caches_t *page_caches INTERNAL;
 extern pthread_mutex_t pages_lock INTERNAL;
 extern size_t large_max INTERNAL;
 extern _Atomic uint32_t pages_epoch INTERNAL;
@@ -816,9 +834,18 @@ span_t *pages_alloc_after(size_t npages, size_t align, span_t *back) INTERNAL; /
 bool pages_try_resize(span_t *s, size_t npages, bool fresh_ok) INTERNAL; /* in place */
 size_t pages_collect(bool force) INTERNAL;                    /* purge; returns bytes */
 void pages_waiting(uint64_t freed_ms) INTERNAL;               /* pages_lock held: memory waits */
-void pages_purger_start(void) INTERNAL;                       /* lithe's constructor only */
 void pages_purge_poll(void) INTERNAL;                         /* no lithe lock held: purge what is due */
 void pages_fork_child(void) INTERNAL;
+/* pages.c's purge state, for the purge thread (purge.c); pages_lock held */
+extern pthread_cond_t purge_cond INTERNAL;
+extern _Atomic bool purger_running INTERNAL;
+extern uint64_t purge_due_ms INTERNAL, purger_lead_ms INTERNAL;
+void purger_init(void) INTERNAL;
+uint64_t purge_lead_ms(void) INTERNAL;
+size_t purge_runs(uint64_t now, uint64_t by, bool force, size_t keep) INTERNAL;
+
+/* purge.c */
+void purger_start(void) INTERNAL; /* lithe's constructor only */
 void pages_init(void) INTERNAL;
 size_t pages_arena_count(void) INTERNAL;
 size_t pages_purged_bytes(void) INTERNAL;

@@ -23,7 +23,7 @@
 #include <string.h>
 #include "internal.h"
 
-_Atomic size_t stat_large_live, stat_xlarge_live, stat_xlarge_bytes, stat_xlarge_cached_bytes;
+_Atomic size_t stat_large_live, stat_xlarge_live;
 
 /* ---- the large-run cache --------------------------------------------------
  * A thread's freed large blocks, kept as they are: a malloc of the same
@@ -103,6 +103,8 @@ static void lcache_exit(void *arg) {
 }
 
 void large_init(void) {
+  static const page_caches_t caches = {lcache_reclaim, lcache_due, xcache_expire, xcache_due, xcache_yield};
+  page_caches = &caches;
   lcache_key_ok = pthread_key_create(&lcache_key, lcache_exit) == 0;
 }
 

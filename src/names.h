@@ -58,6 +58,16 @@
 #define span_desc_free    _lithe_span_desc_free
 #define span_desc_free_dead _lithe_span_desc_free_dead
 /* arena.c */
+#define arena_list         _lithe_arena_list
+#define arena_total        _lithe_arena_total
+#define arena_starved      _lithe_arena_starved
+#define arena_new          _lithe_arena_new
+#define arena_commit_to    _lithe_arena_commit_to
+#define arena_decommit_above _lithe_arena_decommit_above
+#define arena_trim_tails   _lithe_arena_trim_tails
+
+/* pages.c */
+#define page_caches        _lithe_page_caches
 #define large_max          _lithe_large_max
 #define pages_adopt        _lithe_pages_adopt
 #define pages_alloc        _lithe_pages_alloc
@@ -71,7 +81,6 @@
 #define pages_init         _lithe_pages_init
 #define pages_lock         _lithe_pages_lock
 #define pages_purged_bytes _lithe_pages_purged_bytes
-#define pages_purger_start _lithe_pages_purger_start
 #define pages_purge_poll   _lithe_pages_purge_poll
 #define pages_release_locked _lithe_pages_release_locked
 #define pages_release_list_locked _lithe_pages_release_list_locked
@@ -80,6 +89,16 @@
 #define pages_verify       _lithe_pages_verify
 #define pages_waiting      _lithe_pages_waiting
 #define pages_walk         _lithe_pages_walk
+#define purge_cond         _lithe_purge_cond
+#define purger_running     _lithe_purger_running
+#define purge_due_ms       _lithe_purge_due_ms
+#define purger_lead_ms     _lithe_purger_lead_ms
+#define purger_init        _lithe_purger_init
+#define purge_lead_ms      _lithe_purge_lead_ms
+#define purge_runs         _lithe_purge_runs
+
+/* purge.c */
+#define purger_start       _lithe_purger_start
 /* span.c */
 #define span_collect_remote _lithe_span_collect_remote
 #define span_contains_free  _lithe_span_contains_free
