@@ -45,10 +45,7 @@ void arena_decommit_above(arena_t *a, char *top) {
  * one: when no new arena fits, every arena gives back what lies above its
  * bump (never carved: no span, free run or map entry is there; committed
  * but untouched up to commit_top) and ends there.  Returns the bytes
- * given back.  A program that mallocs 300 KB blocks until NULL under
- * ulimit -v 16384 got 0.85 of glibc's bytes with the tails kept, 0.98
- * with them given back (tests/regress_ulimit_v.c; docs/design.md, "Under
- * ulimit -v"). */
+ * given back (tests/regress_ulimit_v.c; docs/lab/2026-12-07-ulimit-v.md). */
 size_t arena_trim_tails(void) {
   lt_assert_held(&pages_lock);
   size_t freed = 0;
@@ -67,12 +64,10 @@ size_t arena_trim_tails(void) {
 /* Set when not even the smallest arena fitted (address space exhausted:
  * ulimit -v), cleared when one fits again.  Until then a new arena is
  * tried once, at the smallest size that holds the request, instead of
- * down the whole halving again: a program at its limit that went on
- * calling malloc made 20 failing mmaps per call (1 MiB down to 64 KiB,
- * aligned then again unaligned, and all of it a second time after the
- * xlarge cache was emptied; glibc makes 2), and now makes one here
- * (docs/design.md, "At the limit").  That one try stays: lithe does not
- * see the program unmap memory of its own (regress_ulimit_v). */
+ * down the whole halving again: a program at its limit that goes on
+ * calling malloc makes one failing mmap here, not twenty
+ * (docs/lab/2026-12-07-at-the-limit.md).  That one try stays: lithe does
+ * not see the program unmap memory of its own (regress_ulimit_v). */
 bool arena_starved;
 
 arena_t *arena_new(size_t min_bytes) {

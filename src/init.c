@@ -7,11 +7,6 @@
 _Atomic int lithe_initialized;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
-void heap_key_init(void) INTERNAL;
-
-/* set in the thread that ran process_init (heap.c: that thread makes its
- * heap at its first allocation) */
-__thread bool lithe_tls_init_thread __attribute__((tls_model("initial-exec")));
 
 static void process_init(void) {
   lithe_tls_init_thread = true;

@@ -15,7 +15,7 @@
  * Page runs cannot serve a bigger block than the free space around them,
  * and moving their pages would punch holes in an arena, while cached
  * mappings of any sizes combine: so blocks above 1 MiB are mappings
- * (docs/design.md, "Thresholds", has the sweep) -- but a free page run
+ * (docs/lab/2026-11-29-thresholds-and-small-max.md, has the sweep) -- but a free page run
  * that already holds such a block serves it first (a large block then,
  * never made of fresh arena pages), so pages freed by small and large
  * objects are not kept while as many more are mapped for big blocks. */
@@ -24,6 +24,10 @@
 #include "internal.h"
 
 _Atomic size_t stat_large_live, stat_xlarge_live;
+/* A first-class heap's large object freed (userheap.c, which sits above
+ * and sets this before it makes its first such object: only it sets an
+ * owner).  A hook: large objects must not call up into the heaps API. */
+void (*large_owner_forget)(span_t *s);
 
 /* ---- the large-run cache --------------------------------------------------
  * A thread's freed large blocks, kept as they are: a malloc of the same
@@ -31,7 +35,7 @@ _Atomic size_t stat_large_live, stat_xlarge_live;
  * still name the run).  A 128 KiB malloc+free pair cost 1,055 instructions
  * through the page heap (callgrind, bench-cgloop a 131072): pagemap_set's
  * 32 entries ~444, pages_lock ~110, the bins and coalescing ~120; tcmalloc
- * 80 (docs/design.md, "The large-run cache", has the figures since).
+ * 80 (docs/lab/2026-12-01-rows-behind-glibc.md has the figures since).
  *
  * A cached run has kind SPAN_CACHED, so a second free of the block (or
  * realloc, malloc_usable_size) is reported as a double free at once, as
@@ -100,6 +104,17 @@ static void lcache_exit(void *arg) {
   c->spare_next = lcache_spare;
   lcache_spare = c;
   pthread_mutex_unlock(&pages_lock);
+}
+
+/* An xlarge mapping of `bytes` (no lock held): near the limit
+ * the free runs are purged first; past a hard limit, refused. */
+static bool limit_allow_map(size_t bytes) {
+  if (pages_usage(bytes) + bytes <= limit_bytes || !limit_hard) return true;
+  limit_reclaim();
+  pages_collect(true);
+  if (pages_usage(bytes) + bytes <= limit_bytes) return true;
+  errno = ENOMEM;
+  return false;
 }
 
 void large_init(void) {
@@ -307,13 +322,13 @@ uint64_t lcache_due(uint64_t now) {
  * after them move with their page-table pages whole and its fresh rest
  * starts on a boundary too.  bench-bigchurn --ops 200 on that machine:
  * 14.4 ms an op with the layout only under LITHE_HUGEPAGES=1, 2.2 ms with
- * it always (docs/design.md, "The 2 MiB layout, always").
+ * it always (docs/lab/2026-12-05-xlarge-2mib-layout.md).
  *
  * Huge pages, with LITHE_HUGEPAGES=1 (off by default: on the virtual
  * machines lithe is measured on, a fresh huge page is often backed by the
  * host only at its first touch, and bench-bigchurn's first touch of its
  * 16 blocks took 142-2,087 ms of CPU against 257-449 on 4 KiB pages, six
- * runs each; docs/design.md, "Huge pages kept whole"): a fresh xlarge
+ * runs each; docs/lab/2026-12-01-huge-pages-kept-whole.md): a fresh xlarge
  * mapping from malloc (not calloc) of 2 MiB or more is also advised
  * MADV_HUGEPAGE, and the layout above keeps its huge pages whole (mremap
  * splits a huge page moved to another 2 MiB phase into 4 KiB entries).
@@ -872,7 +887,7 @@ void *large_alloc_zero(size_t size, size_t align, bool zero) {
 
 void large_free(span_t *s) {
   /* owner is NULL for large objects but a lithe_heap_t's (userheap.c) */
-  if (unlikely(atomic_load_explicit(&s->owner, memory_order_relaxed) != NULL)) userheap_large_forget(s);
+  if (unlikely(atomic_load_explicit(&s->owner, memory_order_relaxed) != NULL)) large_owner_forget(s);
   if (s->kind == SPAN_XLARGE) {
     pagemap_set_one(s->start, &freed_xlarge);
     atomic_fetch_sub_explicit(&stat_xlarge_live, 1, memory_order_relaxed);
@@ -936,7 +951,7 @@ void *large_realloc(span_t *s, size_t size) {
    * the block into cached memory (malloc, copy, free) instead of growing
    * it by fresh pages: a copy costs a fraction of a nanosecond a byte, a
    * fresh page ~3-4 ns a byte here (a realloc ladder of 1 -> 64 MiB, in
-   * docs/design.md, "The 2 MiB layout, always").  The old block goes to
+   * docs/lab/2026-12-05-xlarge-2mib-layout.md).  The old block goes to
    * the cache, so resident memory does not grow. */
   if (bytes > s->map_bytes && atomic_load_explicit(&stat_xlarge_cached_bytes, memory_order_relaxed) >= bytes)
     return NULL;

@@ -142,6 +142,7 @@
 #define large_alloc_zero         _lithe_large_alloc_zero
 #define large_free               _lithe_large_free
 #define large_init               _lithe_large_init
+#define large_owner_forget       _lithe_large_owner_forget
 #define lcache_due               _lithe_lcache_due
 #define lcache_reclaim           _lithe_lcache_reclaim
 #define large_realloc            _lithe_large_realloc
@@ -153,14 +154,13 @@
 #define xcache_expire            _lithe_xcache_expire
 #define xcache_yield             _lithe_xcache_yield
 /* limit.c */
-#define limit_allow_map        _lithe_limit_allow_map
 #define limit_bytes            _lithe_limit_bytes
 #define limit_hard             _lithe_limit_hard
 #define limit_init             _lithe_limit_init
 #define limit_pressure         _lithe_limit_pressure
 #define limit_pressure_at      _lithe_limit_pressure_at
 #define limit_pressure_collect _lithe_limit_pressure_collect
-#define limit_refused          _lithe_limit_refused
+#define limit_reclaim          _lithe_limit_reclaim
 /* alloc.c */
 #define free_slow             _lithe_free_slow
 #define free_unmapped         _lithe_free_unmapped
@@ -179,7 +179,6 @@
 #define lt_reallocarray       _lithe_lt_reallocarray
 #define lt_valloc             _lithe_lt_valloc
 /* userheap.c */
-#define userheap_large_forget _lithe_userheap_large_forget
 /* prof.c */
 #define prof_alloc         _lithe_prof_alloc
 #define prof_free          _lithe_prof_free
@@ -187,6 +186,10 @@
 #define prof_heapless_take _lithe_prof_heapless_take
 #define prof_init          _lithe_prof_init
 #define prof_malloc        _lithe_prof_malloc
+#define prof_rate         _lithe_prof_rate
+#define rng_seed          _lithe_rng_seed
+#define prof_sampled_malloc _lithe_prof_sampled_malloc
+#define prof_busy         _lithe_prof_busy
 #define prof_mode          _lithe_prof_mode
 #define prof_realloc       _lithe_prof_realloc
 #define prof_tick_slow     _lithe_prof_tick_slow

@@ -22,14 +22,9 @@
 #include <time.h>
 #include "internal.h"
 
-/* pages_lock is adaptive (LOCK_INIT): two threads that each take and free
- * 64 KiB spans by the thousand (bench-mallocbench medium --parallel: 1-8
- * KiB blocks, 512 MiB a thread a run) met on it ~16,000 times a run, and
- * with the default kind each meeting was a futex sleep and a wake-up.
- * 8 interleaved processes each (--format=gobench, its 8 runs; medians):
- * voluntary context switches 12,394 -> 1,427 (mimalloc 88), time 136.3 ->
- * 127.3 ms (mimalloc 117.1); big --parallel (8-128 KiB) 11,342 -> 2,223,
- * 98.0 -> 93.8 ms (mimalloc 87.3). */
+/* pages_lock is adaptive (LOCK_INIT): threads that take and free spans by
+ * the thousand meet on it, and a futex sleep per meeting cost more than a
+ * short spin (docs/lab/2026-12-01-medium-parallel.md). */
 pthread_mutex_t pages_lock = LOCK_INIT;
 size_t large_max;
 /* xlarge mappings, live and freed (large.c keeps them): counted here as
@@ -427,14 +422,9 @@ static bool commit_to(arena_t *a, char *need) {
  * top chunk: the run's freed pages are reused and only the difference is
  * fresh.  Carving above it left those pages beside the new run, and a
  * program whose blocks grow from round to round (a realloc ladder)
- * pushed the top up by the whole of each new block: lithe-replay python
- * --no-warmup, minor faults after 1/2/3/6 runs 48,567 / 48,937 / 49,131
- * / 49,133 -> 48,571 / 48,741 / 48,934 / 49,118, so the timed run after
- * the warm-up (what lithe-bench counts) faults 170 times, not 370
- * (mimalloc 52), and maxrss after two runs 103,676 -> 102,780 kB
- * (mimalloc 102,840); gxx, git, sqlite, pythreads the same or lower
- * (regress_carve_top).  Without top_ok (a run to be filled with moved
- * pages, which must read as zero) only fresh pages. */
+ * pushed the top up by the whole of each new block (regress_carve_top;
+ * docs/lab/2026-12-06-top-run-grows.md).  Without top_ok (a run to be
+ * filled with moved pages, which must read as zero) only fresh pages. */
 static span_t *arena_carve(size_t npages, bool top_ok) {
   size_t bytes = npages << PAGE_SHIFT;
   arena_t *a;
@@ -544,13 +534,10 @@ static size_t purge_runs_now(bool force, size_t keep) {
 
 /* How long before its due time the thread starts on waiting memory, so
  * that it is gone by then: madvise(MADV_DONTNEED) takes time in
- * proportion (1 GiB in 213 ms on these loaded 2-core machines; medium
- * and big free 1.1 GB in ~100 ms just before their pause, and the sample
- * 100 ms after the delay found up to 756 MB not yet purged, medians of 11
- * runs 374 and 335 MB; "Purging").  PURGE_BYTES_PER_MS is that rate,
- * rounded down; the lead is what waits at that rate, at most a quarter of
- * the delay, so memory always waits at least 3/4 of it, and a program
- * that frees a few MiB sees no difference (a lead of a millisecond). */
+ * proportion to the bytes.  PURGE_BYTES_PER_MS is that rate, rounded
+ * down (docs/lab/2026-11-29-purging.md); the lead is what waits at that
+ * rate, at most a quarter of the delay, so memory always waits at least
+ * 3/4 of it, and a program that frees a few MiB sees no difference. */
 #define PURGE_BYTES_PER_MS ((size_t)4 * MiB)
 uint64_t purger_lead_ms; /* the lead of the thread's current wait */
 
@@ -662,8 +649,8 @@ static void run_retire(span_t *s) {
  * than a purge, and a mapping (kernel VMA) more while the pages stay
  * apart, so runs under FILL_MIN (64 faults of 4 KiB) are purged as
  * before; that bounds the extra mappings by the limit / FILL_MIN.
- * bench-limitcycle at 80m: 84.2k -> 65.8k faults (docs/design.md,
- * "Near the memory limit"); FILL_MIN 64 KiB 72.6k, 128 KiB 72.7k,
+ * bench-limitcycle at 80m: 84.2k -> 65.8k faults
+ * (docs/lab/2026-12-02-near-the-memory-limit.md); FILL_MIN 64 KiB 72.6k, 128 KiB 72.7k,
  * 512 KiB 65.9k (whole runs then; windows and fronts: 48.3k -> 42.7k
  * with the other changes of f2b2246).
  * Only its first `want` bytes (what is handed out; the rest of a bigger
@@ -765,6 +752,23 @@ static size_t rest_dirty(const span_t *s, size_t off, size_t want) {
     if (lo < hi) n += (size_t)(hi - lo) < s->dirty_n ? (size_t)(hi - lo) : s->dirty_n;
   }
   return n;
+}
+
+/* ---- the memory limit's reclaim ---------------------------------------- */
+
+static __thread bool limit_retrying __attribute__((tls_model("initial-exec")));
+/* The hard limit refused npages (pages_take, lock released): one full
+ * collection, then one more try; NULL + ENOMEM if it still does not fit. */
+static span_t *limit_refused(size_t npages, size_t align) {
+  lt_assert(limit_hard); /* only the hard limit refuses (pages_take) */
+  if (limit_retrying) { errno = ENOMEM; return NULL; }
+  limit_retrying = true;
+  limit_reclaim();
+  pages_collect(true);
+  span_t *s = pages_alloc(npages, align);
+  limit_retrying = false;
+  if (!s) errno = ENOMEM;
+  return s;
 }
 
 static span_t *pages_take(size_t npages, size_t align, bool fresh_ok, span_t *back) {
@@ -945,7 +949,7 @@ void pages_free(span_t *s) {
  * them, else over fresh arena pages.  bench-limitcycle under
  * LITHE_MEMORY_LIMIT=80m: the phases of 24 and 40 KiB blocks after one
  * of 16 or 3 MiB blocks faulted in their whole working set; 93.7k ->
- * 84.2k faults in all (docs/design.md, "Near the memory limit").  false:
+ * 84.2k faults in all (docs/lab/2026-12-02-near-the-memory-limit.md).  false:
  * not moved, the mapping is as it was. */
 bool pages_adopt(void *p, size_t bytes) {
   if (bytes % PAGE_SIZE) return false;
