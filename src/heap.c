@@ -293,7 +293,7 @@ static NOINLINE void bin_spill_other(heap_t *h, span_t *s, block_t *b) {
    * spill, whatever their number (the bin then doubles, as it always
    * did): growing by them, a thread that frees what others allocated
    * grew its bins to take all their frees and held them from their
-   * owners (replay_pythreads peak 9-23 MB -> 27-51 MB in three runs). */
+   * owners (docs/lab/2026-11-29-threads.md). */
   if (!h->bin_spilled[s->cls]) h->bin_spilled[s->cls] = 1;
   span_free_remote(s, b);
   heap_decay(h);
@@ -562,7 +562,7 @@ static NOINLINE void heap_bins_teardown(heap_t *h) {
 
 /* Bins decay like free page runs: when the page heap has run a purge pass
  * since this heap last looked (every purge delay / 4 while pages move,
- * arena.c), the bins go back to the spans, so blocks a program freed and
+ * pages.c), the bins go back to the spans, so blocks a program freed and
  * stopped using reach the page heap and its purge.  Looked at in the
  * slow paths: bin refill, a free into a full bin, large malloc and free. */
 void heap_decay(heap_t *h) {
@@ -720,8 +720,8 @@ void heap_key_init(void) {
  * process_vm_readv each), round robin.  Caller holds heaps_lock. */
 #define LOST_SCAN 16
 /* A scan costs two system calls per heap looked at (getpid and
- * process_vm_readv): ~80k TSC ticks for 16 heaps, against ~7k for the rest
- * of a thread's first malloc/free pair (and tcmalloc's whole pair), so a
+ * process_vm_readv), many times the rest of a thread's first malloc/free
+ * pair (docs/lab/2026-11-29-threads.md), so a
  * scan that finds nothing makes the next ones wait: after k empty scans in
  * a row the next 2^k - 1 heap creations skip it (at most LOST_WAIT_MAX).
  * Threads that start together then pay for a handful of scans, not one

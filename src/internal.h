@@ -314,7 +314,7 @@ typedef struct span_s {
   /* written by other threads */
   _Alignas(CACHE_LINE) _Atomic uintptr_t thread_free; /* remote frees | TF_* */
   struct span_s *_Atomic remote_next;/* owner's notified-spans stack     */
-  /* FREE runs (arena.c): its pages that may be resident lie in
+  /* FREE runs (pages.c): its pages that may be resident lie in
    * [dirty_lo, dirty_hi) and are dirty_n bytes at most (0: none, and
    * dirty is 0); a run merged from a purged and a freed one is not
    * counted resident whole */
@@ -350,7 +350,7 @@ static inline void span_set_bump(span_t *s, char *bump) {
   __atomic_store_n(&s->bump, bump, __ATOMIC_RELAXED);
 }
 /* All of run s may hold resident pages: its window (span_t.dirty_lo,
- * dirty_hi, dirty_n; arena.c) is the whole run. */
+ * dirty_hi, dirty_n; pages.c) is the whole run. */
 static inline void run_dirty_all(span_t *s) {
   s->dirty = 1;
   s->dirty_lo = s->start;
@@ -716,9 +716,8 @@ void pagemap_forget(const void *p, size_t size) INTERNAL; /* no span there now *
 /* One entry.  In the flat map a store: its levels are never moved (only a
  * level of its own can be sparse and moved, pagemap.c), so no lock.  The
  * page heap writes a free run's two edges this way at every insert
- * (arena.c, bin_insert): through pagemap_set they cost 25 instructions
- * each, 2.2 M calls and 56.7 M of bench-mallocbench memalign's 336.6 M
- * (--runs 3 --no-warmup). */
+ * (pages.c, size_list_insert): through pagemap_set they cost several
+ * times the instructions (docs/lab/2026-12-06-page-heap-pagemap-writes.md). */
 static inline void pagemap_set_one(const void *p, span_t *s) {
   uintptr_t page = (uintptr_t)p >> PAGE_SHIFT;
   if (likely(page < pagemap_flat_pages())) {
@@ -749,7 +748,7 @@ void *meta_alloc(size_t size) INTERNAL;   /* zeroed, never returned to the OS */
 span_t *span_desc_alloc(void) INTERNAL;
 void span_desc_free(span_t *s) INTERNAL;
 void span_desc_free_dead(span_t *first, unsigned n) INTERNAL; /* n freed ones linked by next */
-/* A descriptor freed (span_desc_free, or the page heap's stash, arena.c):
+/* A descriptor freed (span_desc_free, or the page heap's stash, pages.c):
  * a stale pagemap lookup sees a dead span with an empty range. */
 static inline void span_desc_mark_dead(span_t *s) {
   lt_assert_v(s->kind != SPAN_DEAD, (uintptr_t)s); /* freed twice */

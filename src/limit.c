@@ -10,7 +10,7 @@
  * pages handed out, free pages not yet purged, xlarge mappings, metadata
  * (pages_usage_bytes, under the page-heap lock).  From 90 % of the limit
  * on ("pressure"), the free pages over that are purged at once instead of
- * after LITHE_PURGE_DELAY_MS (arena.c, pressure_keep; but fresh pages
+ * after LITHE_PURGE_DELAY_MS (pages.c, pressure_keep; but fresh pages
  * first take the resident pages of free runs they hold, and a freed
  * xlarge mapping's pages become a free run: pages_fill, pages_adopt, moved
  * with mremap rather than purged and faulted in again), threads stop
@@ -134,7 +134,7 @@ void limit_init(void) {
 }
 
 
-/* Called by arena.c after it set limit_pressure (no lock held): the first
+/* Called by pages.c after it set limit_pressure (no lock held): the first
  * time in each pressure period, collect what other threads hold. */
 void limit_pressure_collect(void) {
   if (!atomic_load_explicit(&limit_pressure, memory_order_relaxed)) {

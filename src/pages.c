@@ -93,10 +93,9 @@ static inline size_t npages_of(const span_t *s) { return s->bytes >> PAGE_SHIFT;
 /* ---- which pages of a free run may be resident ------------------------------
  * A free run merged from a purged run and a freed one holds both: counted
  * resident whole (as it was), the freed blocks' neighbours made the limit
- * (limit.c) purge other runs' real pages for pages that were not there:
- * bench-limitcycle --limit 80m's resident memory fell to 41-49 MB after the
- * frees of a phase, where the limit allows 72, and the next phase faulted
- * the difference in.  So a run says where its resident pages may lie and
+ * (limit.c) purge other runs' real pages for pages that were not there,
+ * and the next phase faulted the difference in
+ * (docs/lab/2026-12-02-near-the-memory-limit.md).  So a run says where its resident pages may lie and
  * how many they are at most (span_t.dirty_lo, dirty_hi, dirty_n); pages
  * outside that window read as zero.  A split gives each part the window's
  * piece in it, and the count, at most that piece (so an upper bound: the
@@ -188,10 +187,8 @@ static void size_list_insert(span_t *s) {
   unsigned b = size_list_of(npages_of(s));
   /* newest first; under a memory limit resident runs first, clean ones
    * last (find_fit_resident looks at a list's first runs).  Without a
-   * limit clean runs went last too at first, and stress's peak rose
-   * 0.2 % (bench-mallocbench stress --scale 0.1, 3 runs each: 126,604-
-   * 126,736 kB against 126,392-126,536 newest first, 126,456-126,504 at
-   * 87727b2): find_fit took the oldest clean run of a list, not the newest */
+   * limit newest first: clean runs last raised stress's peak
+   * (docs/lab/2026-12-07-free-run-descriptors.md) */
   if (s->dirty || !limit_pressure_at) list_push_front(&size_lists[b], s);
   else list_push_back(&size_lists[b], s);
   list_bits |= 1ull << b;
@@ -220,10 +217,8 @@ static void size_list_remove(span_t *s) {
  * unlock each).  RUN_DESC_STASH of them stay here, SPAN_DEAD with bytes 0
  * as on meta's free list; lithe_collect(true) gives them back first
  * (pages_collect), so meta_collect can purge their units.  128 (40 KiB of
- * descriptors at most): bench-mallocbench memalign frees 32 aligned
- * blocks in a row, each merge freeing up to two descriptors, and with 32
- * kept 54,436 of its 125,410 splits still went to meta (callgrind 275.8
- * M); with 128, 9 did (259.1 M). */
+ * descriptors at most) covers a run of aligned frees, each merge freeing
+ * up to two (docs/lab/2026-12-07-free-run-descriptors.md). */
 #define RUN_DESC_STASH 128
 static span_t *run_desc_stash; /* linked by next */
 static unsigned run_desc_n;
@@ -648,11 +643,8 @@ static void run_retire(span_t *s) {
  * than the holes the last one left.  Each move costs a system call more
  * than a purge, and a mapping (kernel VMA) more while the pages stay
  * apart, so runs under FILL_MIN (64 faults of 4 KiB) are purged as
- * before; that bounds the extra mappings by the limit / FILL_MIN.
- * bench-limitcycle at 80m: 84.2k -> 65.8k faults
- * (docs/lab/2026-12-02-near-the-memory-limit.md); FILL_MIN 64 KiB 72.6k, 128 KiB 72.7k,
- * 512 KiB 65.9k (whole runs then; windows and fronts: 48.3k -> 42.7k
- * with the other changes of f2b2246).
+ * before; that bounds the extra mappings by the limit / FILL_MIN
+ * (docs/lab/2026-12-02-near-the-memory-limit.md).
  * Only its first `want` bytes (what is handed out; the rest of a bigger
  * clean run stays clean).  Returns the bytes moved; *lost: a refusal left
  * some of the run's pages unmapped (it is never handed out then). */
@@ -946,10 +938,8 @@ void pages_free(span_t *s) {
  * in as many fresh ones (the limit first purging free runs to make room
  * for them): so the mapping's pages move (mremap, page tables only) into
  * the page heap as a dirty free run, over a clean free run that holds
- * them, else over fresh arena pages.  bench-limitcycle under
- * LITHE_MEMORY_LIMIT=80m: the phases of 24 and 40 KiB blocks after one
- * of 16 or 3 MiB blocks faulted in their whole working set; 93.7k ->
- * 84.2k faults in all (docs/lab/2026-12-02-near-the-memory-limit.md).  false:
+ * them, else over fresh arena pages (fewer faults near the limit:
+ * docs/lab/2026-12-02-near-the-memory-limit.md).  false:
  * not moved, the mapping is as it was. */
 bool pages_adopt(void *p, size_t bytes) {
   if (bytes % PAGE_SIZE) return false;
@@ -997,10 +987,8 @@ bool pages_adopt(void *p, size_t bytes) {
  * want - dirty_n: fewer when dirty_n > old_bytes.  The copy costs ~0.1 ns a byte where a fault
  * costs 3-4 ns, and the old run's pages stay resident for the next
  * block.  Growing at the top whatever lay free pushed the top up in
- * every round of a program that frees and reallocs the same way:
- * lithe-replay python, 8 runs with no purging, RssAnon after each
- * 15.8 -> 21.4 MB, the top grown by 440-1,472 kB a run; 17.4 MB flat
- * after the first now (regress_realloc_top). */
+ * every round of a program that frees and reallocs the same way
+ * (regress_realloc_top; docs/lab/2026-12-05-realloc-at-arena-top.md). */
 static bool resident_fit(size_t npages, size_t old_bytes) {
   const span_t *r = find_fit_reclaim(npages);
   return r && r->dirty_n > old_bytes;

@@ -624,10 +624,9 @@ void *prof_malloc(size_t n, heap_t *h) {
  * free of the sample and a malloc of n, so the interval is charged n and
  * decides whether the block stays sampled (then as a new sample of this
  * stack) or becomes a plain block.  Copying every sampled block that a
- * realloc grew cost replay_sqlite 1.1 M more D1 misses (memcpy's 70 k ->
- * 1,055 k under cachegrind, LITHE_PROF=1 against LITHE_PROF_SAMPLE=1g):
- * a block of 1 MiB is sampled 86 % of the time at 512 KiB, so a buffer
- * grown by realloc was copied at almost every step.  NULL: not in place
+ * realloc grew copied a growing buffer at almost every step (a block of
+ * 1 MiB is sampled 86 % of the time at 512 KiB;
+ * docs/lab/2026-12-05-realloc-at-arena-top.md).  NULL: not in place
  * (the caller copies, and the new block is sampled or not as any). */
 void *prof_realloc(span_t *s, size_t bytes, size_t n, size_t old) {
   void *q = large_realloc(s, bytes);

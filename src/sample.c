@@ -26,9 +26,8 @@ static __thread uint64_t rng_state __attribute__((tls_model("initial-exec")));
 
 /* A thread's generator starts from the process's seed (one getrandom at
  * start-up) and a count of threads seeded, mixed by splitmix64's finaliser:
- * a getrandom call per thread cost each profiled thread's first draw
- * ~1,700 TSC ticks, most of its first malloc/free pair (bench-startup
- * --serial --threads 64: 1,950 ticks a pair against 182 unprofiled). */
+ * a getrandom call per thread was most of a profiled thread's first
+ * malloc/free pair (docs/lab/2026-11-29-threads.md). */
 uint64_t rng_seed; /* set by prof_init */
 static _Atomic uint64_t rng_threads;
 
