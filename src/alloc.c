@@ -2,47 +2,65 @@
  *
  * ======================== lithe: design overview ========================
  *
- * Layers, bottom up, one file each:
+ * Layers, bottom up.  A file calls only files listed above it here; the
+ * test tests/layering/check-layers.py reads this list and fails on any
+ * call (a symbol one release object uses and another defines) that runs
+ * up it.  One line per file, the file name first:
  *
- *   debug.h/.c  checked invariants: lt_assert* and the lock-rank check
- *               (Debug build only, nothing in Release), the layout's
- *               _Static_asserts, lithe_verify, fault injection (Debug).
+ *   options.c   LITHE_* options; misuse reports, fatal errors, formatting.
+ *   debug.c     checked invariants (debug.h): lt_assert*, the lock-rank
+ *               check, lithe_verify, fault injection (Debug build only).
  *   os.c        the only code that calls mmap/mprotect/madvise/munmap.
  *               Memory is reserved (PROT_NONE, free of charge), committed
  *               (read/write, charged) on demand, purged (MADV_DONTNEED).
+ *   meta.c      span descriptors, heaps, arena records: never unmapped.
  *   pagemap.c   address -> span descriptor: one flat array reserved
  *               read-only and committed per 64 MiB of heap, two levels
  *               (L1 in .bss) where it does not reach.  How free() finds a
  *               block's span, and proves a pointer is ours.
- *   meta.c      span descriptors, heaps, arena records: never unmapped.
- *   arena.c     64 MiB aligned arenas, committed just ahead of use; the
- *               page heap: free page runs, binned, coalesced, purged after a
- *               delay; a run that none holds extends the free run at an
- *               arena's top.  One lock, off the hot path.
  *   sizeclass.c 44 small classes, 16 B .. 32 KiB, rounding <= 20 % of a block.
+ *   limit.c     the memory limit (LITHE_MEMORY_LIMIT or the cgroup's): its
+ *               figures and pressure flag, which the layers above query.
+ *   arena.c     64 MiB aligned arenas, committed just ahead of use.
+ *   pages.c     the page heap: free page runs on size lists, coalesced,
+ *               purged after a delay; one lock, off the hot path.
  *   span.c      a span = pages holding blocks of one class: an owner-only
  *               free list, an atomic list for frees from other threads,
  *               lazily carved from a bump pointer.
- *   heap.c      per-thread heaps (initial-exec TLS): spans per class, the
- *               slow paths, remote-free notification, thread exit
- *               (abandon / adopt), fork.
- *   limit.c     the memory limit (LITHE_MEMORY_LIMIT or the cgroup's):
- *               the page heap, heaps and large.c ask it whether to keep
- *               free memory or give it back at once.
  *   large.c     large objects (page runs, up to 1 MiB) and xlarge ones
  *               (their own mapping, resized with mremap; freed ones kept
  *               for the purge delay and reused best-fit).
- *   userheap.c  first-class heaps (lithe_heap_new / _destroy) on heap.c.
+ *   sample.c    when the profiler samples: its mode, random intervals.
+ *   heap.c      per-thread heaps (initial-exec TLS): bins, spans per
+ *               class, the small slow paths, remote frees, thread exit
+ *               (abandon / adopt), fork.
  *   prof.c      sampled heap profiles (LITHE_PROF) and leak reports
  *               (LITHE_LEAKS); its hook is one subtract-and-compare in
  *               fastpath.h.
- *   fastpath.h  the hot path on one screen: small malloc, owner's free.
- *   alloc.c     this file: malloc/free/realloc/... with their C semantics.
- *   stats.c     counters, lithe_stats_get, the report at exit (text, json).
+ *   purge.c     the purge thread (LITHE_PURGE_THREAD=1), started only by
+ *               lithe's constructor.
+ *   init.c      once-per-process set-up; lithe's constructor.
+ *   alloc.c     this file: malloc/free/realloc/... with their C semantics;
+ *               fastpath.h, the hot path on one screen.
+ *   userheap.c  first-class heaps (lithe_heap_new / _destroy).
+ *   stats.c     counters, the heap walk, lithe_stats_get, the report at exit.
  *   introspect.c glibc's mallinfo2/mallinfo/malloc_stats/malloc_info/mallopt.
- *   options.c   LITHE_* options; misuse reports and fatal errors.
  *   override.c  the exported malloc family and C++ operators.
- *   init.c      once-per-process set-up.
+ *
+ * Where a lower layer must start work above it, a hook set once before
+ * the first allocation carries the call, and only there: the page heap's
+ * purge reaching the large caches (pages.c, page_caches, set by
+ * large_init), the memory limit taking back the heaps' caches (limit.c,
+ * limit_reclaim, set by heap_key_init), a thread's first block sampled
+ * (sample.c, prof_sampled_malloc, set by prof_init), and a first-class
+ * heap's large object freed (large.c, large_owner_forget, set by
+ * lithe_heap_new).
+ *
+ * Known upward calls, still to remove (the test allows these and no
+ * other; one per line, "caller -> callee"):
+ *
+ *   allow prof.c -> alloc.c   leak mode allocates through lt_malloc & co.
+ *   allow prof.c -> init.c    lithe_prof_dump, prof's constructor
  *
  * malloc(n <= 32 KiB), the common case, with no lock and no atomic:
  *     heap = tls; c = lut[index(n)];
@@ -73,6 +91,18 @@
 #include "fastpath.h"
 
 void *lt_malloc(size_t n) { return malloc_api(n); }
+
+/* malloc's slow path (fastpath.h): a thread's first allocation, a sample,
+ * an empty bin, a large object.  (NOINLINE: the same code as when it
+ * lived in heap.c, not inlined into the entry points.) */
+NOINLINE void *heap_malloc_generic(size_t size, heap_t *h) {
+  if (unlikely(size > ALLOC_MAX)) { errno = ENOMEM; return NULL; } /* (malloc_inline's) */
+  if (unlikely(h == &lithe_empty_heap)) lithe_process_init(); /* size_class needs it */
+  else if (prof_due(h, size)) return prof_malloc(size, h);
+  if (size <= SMALL_MAX) return heap_malloc_class(h, size_class(size));
+  if (h != &lithe_empty_heap) heap_decay(h);
+  return large_alloc(size, 0);
+}
 
 /* ---- pointer validation ------------------------------------------------ */
 

@@ -64,7 +64,7 @@ enum lock_rank {
   RANK_FALLBACK = 1, /* heap.c fallback_lock: around a whole malloc    */
   RANK_HEAPS,        /* heap.c heaps_lock: heap pool                   */
   RANK_ABANDONED,    /* heap.c abandoned_lock: -> pages_free           */
-  RANK_PAGES,        /* arena.c pages_lock: -> arena_new, descriptors  */
+  RANK_PAGES,        /* pages.c pages_lock: -> arena_new, descriptors  */
   RANK_PAGEMAP,      /* pagemap.c pagemap_lock: -> meta_alloc          */
   RANK_META,         /* meta.c meta_lock: -> os_map only               */
 };

@@ -41,7 +41,7 @@ span_t lithe_empty_span = {.kind = SPAN_SMALL};
  * for it first).  Its initialiser holds pointers, so it is relocated at
  * load; in .data.rel.ro it shares the page the dynamic linker writes for
  * the GOT and turns read-only after, where in .data it took a page more
- * of every process's RssAnon (docs/design.md, "lithe's own pages") and a
+ * of every process's RssAnon (docs/lab/2026-12-06-lithe-own-pages.md) and a
  * stray write into it went unnoticed. */
 heap_t lithe_empty_heap __attribute__((section(".data.rel.ro"))) = {
     .bins = &lithe_empty_heap.bins_own, .current = {EMPTY_ROW(&lithe_empty_span)}};
@@ -67,10 +67,8 @@ void lock_reinit(pthread_mutex_t *m) {
 }
 
 /* heaps_lock and abandoned_lock are held for a few hundred instructions
- * by threads that start or exit together.  With the default kind a
- * waiter always slept: bench-mallocbench thread_churn made 786 context
- * switches (median of 5 runs; 626..1,026), 684 (637..727) with these two
- * adaptive, tcmalloc 571 (555..597). */
+ * by threads that start or exit together: adaptive, as a waiter of the
+ * default kind always slept (docs/lab/2026-11-29-threads.md). */
 pthread_mutex_t heaps_lock = LOCK_INIT;
 pthread_mutex_t abandoned_lock = LOCK_INIT;
 static heap_t *heap_pool;      /* heaps of exited threads, for reuse   */
@@ -257,15 +255,11 @@ static NOINLINE void bin_spill_other(heap_t *h, span_t *s, block_t *b);
 static NOINLINE void heap_bins_teardown(heap_t *h);
 void heap_bin_spill(heap_t *h, span_t *s, block_t *b) {
   /* the owner's block into its full bin first: in a wave of frees longer
-   * than the bin (tree_allocate's rounds of 65,535 nodes, fragment's
-   * 131,072 objects) most frees come here.  Its span is s (in hand), and
-   * the owner being h proves h a thread's heap (no span is the empty
-   * heap's).  Written out here, with the epoch test of heap_decay, it was
-   * 21 instructions from the entry to the return (29 with the tear-down
-   * count, below); through the test of the empty heap and a second
-   * function (which saved a register) it was 33: callgrind,
-   * bench-mallocbench tree_allocate --runs 1 --no-warmup, 2,847,349 spills
-   * a run, 100.6 M instructions in heap_bin_spill and bin_spill_heap. */
+   * than the bin (tree_allocate's rounds, fragment's) most frees come
+   * here.  Its span is s (in hand), and the owner being h proves h a
+   * thread's heap (no span is the empty heap's).  Written out here, with
+   * the epoch test of heap_decay: fewer instructions than through a
+   * second function (docs/lab/2026-12-06-flush-splices-bins.md). */
   unsigned c = s->bin_cls;
   if (likely(c != 0 && atomic_load_explicit(&s->owner, memory_order_relaxed) == h)) {
     h->bins->bin_room[c]++; /* the decrement undone: the bin stays full */
@@ -299,7 +293,7 @@ static NOINLINE void bin_spill_other(heap_t *h, span_t *s, block_t *b) {
    * spill, whatever their number (the bin then doubles, as it always
    * did): growing by them, a thread that frees what others allocated
    * grew its bins to take all their frees and held them from their
-   * owners (replay_pythreads peak 9-23 MB -> 27-51 MB in three runs). */
+   * owners (docs/lab/2026-11-29-threads.md). */
   if (!h->bin_spilled[s->cls]) h->bin_spilled[s->cls] = 1;
   span_free_remote(s, b);
   heap_decay(h);
@@ -381,8 +375,8 @@ static inline void give_back_block(heap_t *h, push_run_t *r, block_t *b) {
  * their first blocks in the cache.  Only reads: the order the blocks
  * reach their spans, and with it which spans empty and when, is the
  * walk's alone.  Walking the lists side by side instead, a block of each
- * in turn (tried), changed that order and replay_python's peak with it,
- * 17,332-17,336 -> 17,620 kB in 6 runs each.  A cursor reads only lists
+ * in turn (tried), changed that order and raised replay_python's peak
+ * (docs/lab/2026-12-06-flush-splices-bins.md).  A cursor reads only lists
  * not given back yet, whose blocks are this heap's bin's alone, in spans
  * that hold them (so never emptied or purged meanwhile).
  *
@@ -391,10 +385,8 @@ static inline void give_back_block(heap_t *h, push_run_t *r, block_t *b) {
  * span joins it with one link written, and only a block outside it pays
  * the pagemap lookup and the owner test.  The spans end in the state one
  * span_push per block left, list order and slow-path calls included.
- * Block by block, a flush cost 37 instructions a block, 86.8 M of
- * retention's 291.4 M (callgrind, bench-mallocbench --benchmark retention
- * --runs 3 --no-warmup: its malloc-only phase refills and flushes the
- * same blocks again at each new span, heap_retire_idle). */
+ * Block by block cost several times the instructions on retention
+ * (docs/lab/2026-12-06-flush-splices-bins.md). */
 static void give_back_lists(heap_t *h, block_t **list, unsigned n) {
   block_t *ahead[NCLASSES];
   memcpy(ahead, list, n * sizeof *ahead);
@@ -466,10 +458,8 @@ static class_set_t bins_over(const heap_t *h, class_set_t set) {
  * at the same push: s was the current span at the refill and is not
  * filed as full (malloc reaches s only with the bin empty), so its
  * free_trigger is -1 (current: never) or 0 (empty: released at the last
- * push, as here).  retention (mallocs after frees at random, so each
- * refill takes more than the capacity) gave back 2.3 M blocks in 3
- * repetitions by walks, flushed again at each new span (heap_retire_idle):
- * a link read and a cache miss each. */
+ * push, as here).  A walk costs a link read and a cache miss a block,
+ * and retention gave back millions that way. */
 static void bin_splice_back(heap_t *h, span_t *s, block_t *b, uint32_t n) {
   lt_assert(atomic_load_explicit(&s->owner, memory_order_relaxed) == h);
   lt_assert(!s->full && (s->free == NULL) == (s->nfree == 0));
@@ -545,10 +535,8 @@ static void bin_cap_set(heap_t *h, unsigned c, uint32_t cap) {
 
 /* The bins of the classes in set back to their first capacity, then
  * emptied (an empty bin's room is its capacity).  bin_spilled stays: the
- * next refill grows a bin by the frees that spilled before this too.
- * replay_python's peak is the same either way (17,260-17,264 kB at
- * 166bae5); replay_pythreads' was 8.8-15.8 MB in 8 runs kept, 9.9-36.2
- * in 4 cleared. */
+ * next refill grows a bin by the frees that spilled before this too
+ * (kept, peaks were lower: docs/lab/2026-12-06-flush-splices-bins.md). */
 static void heap_bins_restart(heap_t *h, class_set_t set) {
   class_set_t over = bins_over(h, set); /* before the rooms fall below */
   for (class_set_t m = set; m; m &= m - 1) {
@@ -574,7 +562,7 @@ static NOINLINE void heap_bins_teardown(heap_t *h) {
 
 /* Bins decay like free page runs: when the page heap has run a purge pass
  * since this heap last looked (every purge delay / 4 while pages move,
- * arena.c), the bins go back to the spans, so blocks a program freed and
+ * pages.c), the bins go back to the spans, so blocks a program freed and
  * stopped using reach the page heap and its purge.  Looked at in the
  * slow paths: bin refill, a free into a full bin, large malloc and free. */
 void heap_decay(heap_t *h) {
@@ -611,7 +599,7 @@ static __attribute__((unused)) size_t bins_first_bytes(void) {
  * payloads) flushed every 4-5 rounds, so its bins never held a round:
  * 2,847,349 of its 3,145,680 frees a run spilled to the spans, which went
  * back to the page heap and were carved again (regress_bin_wave).
- * Measured in docs/design.md ("Single-threaded rows behind mimalloc"). */
+ * Measured in docs/lab/2026-12-02-rows-behind-mimalloc.md. */
 static uint32_t bin_grow(heap_t *h, unsigned cls) {
   uint32_t old = h->bin_cap[cls], cap = old;
   if (!cap) {
@@ -698,8 +686,26 @@ bool heaps_bin_has(span_t *s, const block_t *b) {
 
 /* ---- heap creation ----------------------------------------------------- */
 
-void heap_key_init(void) INTERNAL;
+/* set in the thread that ran process_init (init.c): that thread makes its
+ * heap at its first allocation */
+__thread bool lithe_tls_init_thread __attribute__((tls_model("initial-exec")));
+
+/* The memory limit's reclaim (limit.c, limit_reclaim): what other
+ * threads hold that no allocation of theirs needs: the spans of exited
+ * threads whose blocks are all free, and every heap's cached empty spans
+ * (taken from their slots, idle threads' too).  The blocks in other
+ * threads' bins cannot be taken (their owner pops them without atomics):
+ * a new pages_epoch makes each thread empty its bins into its spans at
+ * its next slow path (heap_decay), and the spans that empties go straight
+ * back while the pressure lasts. */
+static void heaps_reclaim(void) {
+  heaps_collect_abandoned();
+  heaps_take_caches();
+  atomic_fetch_add_explicit(&pages_epoch, 1, memory_order_relaxed);
+}
+
 void heap_key_init(void) {
+  limit_reclaim = heaps_reclaim; /* (before the first allocation) */
   if (pthread_key_create(&heap_key, heap_thread_exit) != 0) lithe_fatal("pthread_key_create failed");
 }
 
@@ -714,8 +720,8 @@ void heap_key_init(void) {
  * process_vm_readv each), round robin.  Caller holds heaps_lock. */
 #define LOST_SCAN 16
 /* A scan costs two system calls per heap looked at (getpid and
- * process_vm_readv): ~80k TSC ticks for 16 heaps, against ~7k for the rest
- * of a thread's first malloc/free pair (and tcmalloc's whole pair), so a
+ * process_vm_readv), many times the rest of a thread's first malloc/free
+ * pair (docs/lab/2026-11-29-threads.md), so a
  * scan that finds nothing makes the next ones wait: after k empty scans in
  * a row the next 2^k - 1 heap creations skip it (at most LOST_WAIT_MAX).
  * Threads that start together then pay for a handful of scans, not one
@@ -762,8 +768,8 @@ static heap_t *heap_find_lost(void) {
 }
 
 static heap_t *heap_thread_init(void) {
-  lithe_process_init();
-  /* its pthread_atfork call may have allocated, and made this thread's heap */
+  /* the caller ran lithe_process_init (alloc.c); its pthread_atfork call
+   * may have allocated, and made this thread's heap */
   if (lithe_tls_heap != &lithe_empty_heap) return lithe_tls_heap;
   pthread_mutex_lock(&heaps_lock);
   heap_t *h = heap_pool;
@@ -879,31 +885,15 @@ static void span_abandon(span_t *s);
  * one among them); a span that comes back from the full list beyond that is
  * given away (abandoned, as at thread exit), and the next heap that needs
  * a span of the class adopts it before it takes fresh pages.  Without
- * this, blocks freed into a heap's spans served only that heap: in
- * bench-mtrandom (4 threads, random sizes, one free in 4 of another
- * thread's block) the heaps' available spans held 52 MB of free blocks
- * and 47 MB of uncollected remote frees at the end of a run, for 189 MB
- * of used blocks, while other heaps took fresh spans of the same classes:
- * each heap's excess followed its own random walk.  Measured
- * (bench-mtrandom, default 2M ops a thread, peak; and callgrind of
- * tree_churn --parallel --quick): no limit 117-124 MB, 98.9 M
- * instructions; 16: 84-87 MB; 4: 72-74 MB, 98.9 M; 2: 67-70 MB, 99.5 M;
- * 1: 65-67 MB, 100.0 M (tcmalloc 67.5 MB).  Only while another
- * thread heap is live (a lone thread would adopt its own spans back:
- * tree_churn --quick, single-threaded, +3.3 % instructions with
- * AVAIL_KEEP 4).  A first-class heap keeps its spans
- * (lithe_heap_destroy frees them whole).  Only remote frees give spans
- * away (heap_drain_remote): a span the owner's own frees bring back is
- * kept, and released once empty.  Giving those away too made a thread
- * that frees what it allocated, in that order, abandon nearly every span:
- * its first ones, held by a few blocks in its bin, crowd the list, and each
- * later span was abandoned at its first frees, received the rest as remote
- * frees and sat emptied on the abandoned list until lithe_collect, out of
- * reach of the page heap (two threads freeing 256 MiB of 1-8 KiB blocks
- * each: 2,033 of 2,076 spans; bench-mallocbench medium --parallel --runs 3,
- * memory 1.1 s after the end 527-755 MB, 7-100 MB without;
- * regress_owner_free_spans).  bench-mtrandom peak, 9 runs each
- * interleaved: median 68.1 MB before, 69.4 after (66.6-78.5). */
+ * this, blocks freed into a heap's spans served only that heap, while
+ * other heaps took fresh spans of the same classes.  Only while another
+ * thread heap is live (a lone thread would adopt its own spans back).  A
+ * first-class heap keeps its spans (lithe_heap_destroy frees them whole).
+ * Only remote frees give spans away (heap_drain_remote): a span the
+ * owner's own frees bring back is kept, and released once empty; giving
+ * those away too made a thread that frees what it allocated abandon
+ * nearly every span (regress_owner_free_spans).  Figures:
+ * docs/lab/2026-11-29-threads.md. */
 #ifndef AVAIL_KEEP
 #define AVAIL_KEEP 2
 #endif
@@ -960,14 +950,10 @@ static span_t *cache_take(heap_t *h, unsigned cls, size_t bytes, size_t first) {
  * else fresh pages. */
 /* Adopt an abandoned span of class cls with room: up to ADOPT_TRIES are
  * taken, the full ones filed on the heap's full list, all under one hold
- * of abandoned_lock, and not even that when the class has none.  The
- * threads of thread_churn (4 starting where 4 exited) queued on it:
- * bench-mallocbench thread_churn --quick took it 7,358 times (3,738 here,
- * 3,620 in span_abandon, one per span each); 2,546 with one hold per
- * adoption and per exiting heap (heap_abandon), under callgrind.  Taking
- * a batch of spans at once instead adopted spans that the thread then
- * emptied itself, and sent them to the page heap and back (pages_free
- * 702 -> 1,514 calls). */
+ * of abandoned_lock, and not even that when the class has none (threads
+ * that start where others exited queued on it).  Taking a batch of spans
+ * at once instead adopted spans that the thread then emptied itself, and
+ * sent them to the page heap and back (docs/lab/2026-11-29-threads.md). */
 #define ADOPT_TRIES 4
 static span_t *heap_adopt(heap_t *h, unsigned cls) {
   span_t *got = NULL;
@@ -995,13 +981,10 @@ static span_t *heap_adopt(heap_t *h, unsigned cls) {
  * the program freed and did not take again (its frees spill past it); it
  * goes back to its spans, and its class's current span, if that leaves
  * it with no block in use, is released, where otherwise it stays current
- * until lithe_collect.  A program whose buffers grow through the sizes
- * (bench-mallocbench realloc: 1,024 buffers, 16 B to 4.6 KiB by 1.5x)
- * kept each class it left with a bin of 16 KiB and its span or two: 93
- * small spans at the end for 64 of live blocks (regress_idle_classes:
- * 1,597-1,605 pages faulted in for 1,280 of live blocks; 1,426-1,435
- * now).  Once per span taken from the page heap: a look at each class's
- * room, and for a full bin, a pagemap lookup per block. */
+ * until lithe_collect (regress_idle_classes;
+ * docs/lab/2026-12-06-classes-left-spans-back.md).  Once per span taken
+ * from the page heap: a look at each class's room, and for a full bin, a
+ * pagemap lookup per block. */
 static NOINLINE void heap_retire_idle(heap_t *h, unsigned keep) {
   heap_bins_t *t = h->bins;
   class_set_t full = 0;
@@ -1030,20 +1013,12 @@ static NOINLINE void heap_retire_idle(heap_t *h, unsigned keep) {
  * miss) makes the next ones wait: after FLUSH_MISSES_FREE misses in a
  * row, the k-th miss beyond them makes the next 2^k - 1 new spans skip
  * the flush and the sum of the bins (k up to 6: 63), and a flush that
- * finds a span starts the count again.  Threads of random sizes flushed
- * at nearly every new span and gained nothing by it: bench-mtrandom
- * (4 threads, 16 B .. 32 KiB, its bins over BIN_FLUSH_BYTES at once)
- * flushed 641 times in a default run and found a span after 1 of them,
- * thread_churn 888 times and 0, while realloc's 284 flushes found 284,
- * replay_python's 110 found 11, replay_gxx's 74 found 6.  The flush
- * also sent the other heaps' blocks in the bins to their spans'
- * thread_free, out of reach until their owners collect, and bench-mtrandom's
- * peak was 10 % higher for it (figures in docs/design.md, "Threads").
- * A lone thread flushes as before: with the wait for single-threaded
- * heaps too, replay_gxx's peak rose 14,455 -> 15,049 kB and
- * replay_python's 17,336 -> 17,624 (6 runs each, p=0.003). Per heap: the
- * misses are its cache's and the bins flushed its own (a shared heap's
- * callers hold its lock here). */
+ * finds a span starts the count again.  Threads of random sizes gained
+ * nothing by flushing at nearly every new span, and sent other heaps'
+ * blocks out of reach; a lone thread flushes as before (its peak rose
+ * with the wait).  Per heap: the misses are its cache's and the bins
+ * flushed its own (a shared heap's callers hold its lock here).  Figures:
+ * docs/lab/2026-11-29-threads.md. */
 #define FLUSH_MISSES_FREE 4
 static span_t *heap_span_new(heap_t *h, unsigned cls) {
   if (!h->scoped && atomic_load_explicit(&abandoned_in[cls], memory_order_relaxed)) {
@@ -1058,23 +1033,11 @@ static span_t *heap_span_new(heap_t *h, unsigned cls) {
    * that another size freed is used again (emptied spans land in the
    * cache, looked at once more) rather than adding to the peak -- when
    * the bins hold BIN_FLUSH_BYTES or more: a flush costs a pagemap lookup
-   * per block, and flushing whatever was there made tree_allocate flush
-   * 1,173 times (10 % of its instructions) with nothing to gain, since the
-   * other sizes' blocks were reused from their bins right after.
-   * The flushed bins start again at their first capacity (they grow back
-   * by what spills past them, as at first, where frees and mallocs of
-   * their size keep spilling them): a bin that grew to BIN_MAX_BYTES filled up again
-   * with that size's next frees, held them out of their spans, and the
-   * next size that needed a span flushed it again, a pagemap lookup and a
-   * cache miss per cold block.  replay_python (its 64 B bin grown to
-   * 65,536 blocks, 3.3 MB of them held while the 128 B class took fresh
-   * spans): 11 flushes of 610 K blocks in the warm-up and the timed run,
-   * 6 of 83 K now; CPU in lithe's functions per run (perf, 4 kHz samples,
-   * --runs 8, load 8-10, three runs each) 101-126 ms -> 70-78 ms,
-   * mimalloc 56-60 ms.  bench-mallocbench realloc: 584 flushes -> 25,
-   * peak 7,908 -> 8,360 kB (the bins of the sizes a buffer grew through
-   * now hold 16 KiB each, below the flush threshold); replay_gxx 17 -> 4,
-   * peak unchanged; no other row of the suite flushes here. */
+   * per block, and flushing whatever was there cost much and gained
+   * nothing.  The flushed bins start again at their first capacity (they
+   * grow back by what spills past them): a bin that kept its largest
+   * capacity filled up again and was flushed again, a cache miss per cold
+   * block (docs/lab/2026-12-06-flush-splices-bins.md). */
   size_t binned = 0;
   if (atomic_load_explicit(&heaps_live, memory_order_relaxed) <= 1) h->flush_skip = h->flush_misses = 0;
   if (h->flush_skip) h->flush_skip--;
@@ -1113,16 +1076,10 @@ static span_t *heap_span_new(heap_t *h, unsigned cls) {
 /* The fallback heap's lock is waited for by spinning, then yielding, never
  * by sleeping in the kernel: threads that start together meet here at
  * their first malloc, and the first of them may hold the lock across the
- * page fault of a fresh span (5-7k TSC ticks); the adaptive mutex's
- * waiter gave up spinning before that and slept, and its wake-up on a
- * busy machine cost tens of thousands of ticks.  512 pauses cover the
- * fault.  Measured (bench-startup --threads 2, 250 processes each,
- * interleaved, load 9-10 on 2 cores; TSC ticks from the barrier to the
- * last free, median / lower quartile): adaptive mutex 144,248 / 110,785;
- * yield after 64 pauses 150,774 / 92,898; after 512 134,680 / 39,130;
- * after 4096 144,092 / 45,214; tcmalloc 176,357 / 124,488; malloc as
- * a bump pointer that never frees (the floor) 120,978 / 76,648.  The
- * Debug build takes the lock plainly (its rank check wraps lock). */
+ * page fault of a fresh span; a sleeping waiter's wake-up on a busy
+ * machine cost far more than the fault.  512 pauses cover the fault
+ * (docs/lab/2026-11-29-threads.md).  The Debug build takes the lock
+ * plainly (its rank check wraps lock). */
 #define FALLBACK_SPINS 512
 static void fallback_enter(void) {
 #if LITHE_DEBUG
@@ -1140,10 +1097,8 @@ static void fallback_enter(void) {
  * whose size is a multiple of CACHE_LINE (every block then starts a line,
  * as spans start on a page; this keeps any alignment memalign asked for).
  * Two threads' blocks in one line made every write of one miss in the
- * other's cache: bench-mallocbench churn --parallel allocates its
- * accumulator first and adds to it 3.5 M times per thread, and the
- * threads' accumulators (and the 8-byte blocks they churned, heapless
- * ones freed into their bins) were neighbours in the same 16-byte class. */
+ * other's cache (bench-mallocbench churn --parallel: the threads'
+ * first blocks, their accumulators, were neighbours in one class). */
 static NOINLINE void *fallback_malloc(unsigned cls) {
   cls = size_class(align_up(class_size[cls], CACHE_LINE));
   lt_assert_cmp(class_size[cls] % CACHE_LINE, ==, 0u);
@@ -1165,7 +1120,7 @@ void *heap_malloc_class(heap_t *h, unsigned cls) {
      * class size: it is sampled when the heapless ones used the interval
      * up (prof_heapless); the leak report tracks it (it used to miss a
      * thread's first block), by its class size */
-    if (prof_due(h, class_size[cls])) return prof_malloc(class_size[cls], h);
+    if (prof_due(h, class_size[cls])) return prof_sampled_malloc(class_size[cls], h);
   }
   if (h->bins->bin[cls]) return bin_pop(h, cls); /* memalign's way in */
   heap_decay(h);
@@ -1191,15 +1146,6 @@ void *heap_malloc_class(heap_t *h, unsigned cls) {
 oom:
   errno = ENOMEM;
   return NULL;
-}
-
-void *heap_malloc_generic(size_t size, heap_t *h) {
-  if (unlikely(size > ALLOC_MAX)) { errno = ENOMEM; return NULL; } /* (malloc_inline's) */
-  if (unlikely(h == &lithe_empty_heap)) lithe_process_init(); /* size_class needs it */
-  else if (prof_due(h, size)) return prof_malloc(size, h);
-  if (size <= SMALL_MAX) return heap_malloc_class(h, size_class(size));
-  if (h != &lithe_empty_heap) heap_decay(h);
-  return large_alloc(size, 0);
 }
 
 /* ---- free slow paths --------------------------------------------------- */
@@ -1304,10 +1250,8 @@ void heap_free_remote(span_t *s, block_t *b) {
 /* Empty the bins and return this heap's empty spans and span cache (with
  * force the current spans too, if empty, and of the others the pages past
  * their carve point: span_purge_uncarved).  Without the cache flush the
- * four cached spans sit between free runs and keep them from coalescing
- * into runs the purge can take whole (tree_allocate's memory at end after
- * lithe_collect(false), one run each: 1,388 kB with them, 1,096 kB
- * without). */
+ * cached spans sit between free runs and keep them from coalescing into
+ * runs the purge can take whole (docs/lab/2026-11-29-purging.md). */
 static void heap_collect_one(heap_t *h, bool force) {
   heap_bins_flush(h);
   heap_drain_remote(h);

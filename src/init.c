@@ -7,11 +7,6 @@
 _Atomic int lithe_initialized;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
-void heap_key_init(void) INTERNAL;
-
-/* set in the thread that ran process_init (heap.c: that thread makes its
- * heap at its first allocation) */
-__thread bool lithe_tls_init_thread __attribute__((tls_model("initial-exec")));
 
 static void process_init(void) {
   lithe_tls_init_thread = true;
@@ -52,5 +47,5 @@ void lithe_process_init(void) {
  * and of libraries loaded after lithe), unless an allocation came first. */
 __attribute__((constructor)) static void lithe_load(void) {
   lithe_process_init();
-  pages_purger_start(); /* (here only: never inside an allocation call) */
+  purger_start(); /* (here only: never inside an allocation call) */
 }

@@ -24,8 +24,7 @@
  * alignment (src/CMakeLists.txt: -fdata-sections, --sort-section), so
  * these come first, whole pages each, and the small variables every
  * program writes pack together after them, in as few pages as they fill.
- * Only the pages written are charged (docs/design.md, "lithe's own
- * pages"). */
+ * Only the pages written are charged (docs/lab/2026-12-06-lithe-own-pages.md). */
 #define BIG_BSS     __attribute__((aligned(4096)))
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
@@ -94,14 +93,12 @@ _Static_assert(ARENA_LAST_MIN % PAGE_SIZE == 0 && ARENA_FALLBACK_MIN % ARENA_LAS
 
 /* Size classes: 16-byte steps up to 128 B, then 4 classes per power of
  * two, with a fifth an eighth above it from 1 to 8 KiB (rounding up to 20 %
- * of a block: 16385 -> 20480; sizeclass.c's measured table), up to
- * SMALL_MAX.  Above SMALL_MAX objects are
- * "large" (a run of pages from the page heap) up to large_max (LARGE_MAX_CAP,
- * or a quarter of an arena if smaller), then "xlarge" (their own mapping).
- * SMALL_MAX 32 KiB, measured (docs/design.md, "Thresholds"): builds with
- * 16/32/64/128 KiB, lithe-bench --runs 3 on medium, big, their parallel
- * forms and the five replays: no time difference reached p < 0.05; 128 KiB
- * raised big's peak 1.07x and 64 KiB 1.01x over 16 and 32 KiB. */
+ * of a block: sizeclass.c's measured table), up to SMALL_MAX.  Above
+ * SMALL_MAX objects are "large" (a run of pages from the page heap) up to
+ * large_max (LARGE_MAX_CAP, or a quarter of an arena if smaller), then
+ * "xlarge" (their own mapping).  SMALL_MAX 32 KiB: no time difference
+ * between 16 and 128 KiB, and larger raised big blocks' peak
+ * (docs/lab/2026-11-29-thresholds-and-small-max.md). */
 #ifndef SMALL_SHIFT
 #define SMALL_SHIFT 15          /* build with -DSMALL_SHIFT=N to try others */
 #endif
@@ -112,8 +109,8 @@ _Static_assert(ARENA_LAST_MIN % PAGE_SIZE == 0 && ARENA_FALLBACK_MIN % ARENA_LAS
  * above the power: 1152, 2304, 4608 and 9216 B.  Programs ask for a power
  * of two plus a header (sqlite's page cache: 1032 and 4368 B), which the
  * quarters round to 1280 and 5120 B: replay_sqlite's peak was 1.24x
- * glibc's.  Measured in docs/design.md ("A class an eighth above a power
- * of two"): 8 classes a power of two would save more, but each class is
+ * glibc's.  Measured in
+ * docs/lab/2026-12-05-class-eighth-above-power-of-two.md: 8 classes a power of two would save more, but each class is
  * 12 bytes more of the initial-exec TLS that a library dlopen'ed after
  * lithe needs (regress_tls_dlopen), and a partly used span more in each
  * heap. */
@@ -136,8 +133,8 @@ _Static_assert(ARENA_LAST_MIN % PAGE_SIZE == 0 && ARENA_FALLBACK_MIN % ARENA_LAS
  * entries).  Malloc indexes the first part with n as it came (no add, no
  * shift: malloc 18 -> 16 instructions), the second above FINE_MAX (a
  * compare and a branch more: 20).  One table, so one address serves both.
- * FINE_MAX 4 KiB, measured (docs/design.md, "the class lookup in two
- * parts"): 1 KiB left the replays' 1-4 KiB requests and the 4 KiB churn
+ * FINE_MAX 4 KiB, measured (docs/lab/2026-11-29-hot-paths-and-bins.md,
+ * "the class lookup in two parts"): 1 KiB left the replays' 1-4 KiB requests and the 4 KiB churn
  * paying 2 more; the whole range by size (32 KiB) cost data-cache misses
  * (medium, +6.7 % D1 read misses), 4 KiB +0.5 % of medium's misses. */
 #ifndef FINE_SHIFT
@@ -149,7 +146,7 @@ _Static_assert(ARENA_LAST_MIN % PAGE_SIZE == 0 && ARENA_FALLBACK_MIN % ARENA_LAS
 #define LUT_ENTRIES (LUT_COARSE + SMALL_MAX / 16 + 1)
 /* LARGE_MAX_CAP 1 MiB: freed xlarge mappings combine into bigger blocks
  * (large.c), page runs only with free neighbours; measured in
- * docs/design.md ("Thresholds"). */
+ * docs/lab/2026-11-29-thresholds-and-small-max.md. */
 #ifndef LARGE_MAX_CAP           /* build with -DLARGE_MAX_CAP=N to try others */
 #define LARGE_MAX_CAP ((size_t)1 * MiB)
 #endif
@@ -163,24 +160,19 @@ _Static_assert(ARENA_LAST_MIN % PAGE_SIZE == 0 && ARENA_FALLBACK_MIN % ARENA_LAS
 #define SPAN_SMALL_BYTES ((size_t)64 * KiB)
 /* A heap's first span of a class is smaller: 16 KiB (or 4 blocks): a
  * thread or program that uses a class a little commits 16 KiB, not 64
- * (bench-commit, 13 small mallocs in 12 classes: VmData +896 KiB with
- * 64 KiB first spans). */
+ * (bench-commit; docs/lab/2026-11-29-address-space-and-commit.md). */
 #define SPAN_FIRST_BYTES ((size_t)16 * KiB)
 
 /* Lazy free-list building: a span hands out memory a slice at a time so a
  * program touches only what it uses (one OS page worth of blocks; a class
- * above 1 KiB gets 1-3 blocks a slice).  At least 4 blocks a slice for
- * those classes (020c675) cut medium --parallel's samples in lithe's
- * functions by a fifth but cost memory: limitcycle peak 120.0 -> 152.8 MB
- * and end 226 -> 280 kB, limitcycle_limit80m's faults 64.7k -> 80.1k
- * (docs/design.md, "medium_parallel"), so it was taken out. */
+ * above 1 KiB gets 1-3 blocks a slice).  Larger slices for those classes
+ * saved time in lithe's functions but cost peak memory and faults
+ * (docs/lab/2026-12-01-medium-parallel.md), so they were taken out. */
 #define EXTEND_BYTES ((size_t)4 * KiB)
-/* A span's first slice is smaller: a new thread's first malloc carves it
- * (bench-startup: 256 blocks of 16 B were ~2,100 of the ~3,900
- * instructions of a thread's first malloc, and the thread's exit flushed
- * the 255 unused ones back one by one, ~7,700 instructions, under
- * callgrind); 512 bytes make 32 blocks of 16 B, one extra refill per
- * span after them. */
+/* A span's first slice is smaller: a new thread's first malloc carves it,
+ * and its exit flushes the unused blocks back one by one; 512 bytes make
+ * 32 blocks of 16 B, one extra refill per span after them
+ * (docs/lab/2026-11-29-threads.md). */
 #define EXTEND_FIRST_BYTES ((size_t)512)
 
 /* Empty spans a thread keeps for reuse before returning them to the page
@@ -201,19 +193,10 @@ _Static_assert(ARENA_LAST_MIN % PAGE_SIZE == 0 && ARENA_FALLBACK_MIN % ARENA_LAS
  * BIN_HEAP_BYTES of them all (the others), on lithe_collect, at thread
  * exit and after purge passes.  BIN_MAX_BYTES: 100 frees then 100
  * mallocs of 32 KiB fit (3.2 MiB), the batch that bench-cgloop b counts.
- * BIN_MAX_BLOCKS only bounds the double-free scan of a bin now that no
- * free walks one: at 1024 (what it was) tree_allocate's rounds of 65,535
- * nodes sent 95 % of their frees past the bin to the spans, 310 M
- * instructions a run against 281 M at 65536 (callgrind, --quick), with
- * the same peak and end memory on tree_allocate, tree_churn,
- * list_allocate, fragment, fragment_iterate, churn, medium and balloon.
- * 131072 (4 MiB of the 32-byte class, BIN_MAX_BYTES), not 65536:
- * fragment frees 131,072 objects of 32 B at the end of each round, and
- * half went past the bin (1.6 M frees a run through heap_bin_spill);
- * callgrind, bench-mallocbench fragment --runs 1 --no-warmup: 355.2 M ->
- * 302.0 M instructions (mimalloc 330.2 M), heap_bin_spill 37.9 M -> 3.0
- * M, tree_allocate 288.8 -> 284.4 M; peak and end memory the same on 14
- * rows (lithe-bench --runs 4; regress_bin_wave32). */
+ * BIN_MAX_BLOCKS only bounds the double-free scan of a bin (no free walks
+ * one): 131072 holds a round of fragment's 32-byte frees whole, where
+ * fewer sent many frees past the bin (regress_bin_wave32;
+ * docs/lab/2026-11-29-hot-paths-and-bins.md). */
 #define BIN_FIRST_BYTES ((size_t)16 * KiB)
 #define BIN_MIN_BLOCKS  4
 #define BIN_MAX_BYTES   ((size_t)4 * MiB)
@@ -221,24 +204,17 @@ _Static_assert(ARENA_LAST_MIN % PAGE_SIZE == 0 && ARENA_FALLBACK_MIN % ARENA_LAS
 /* A heap about to take fresh pages for a span first empties its bins into
  * their spans when they hold at least this much (heap.c, heap_span_new).
  * 256 KiB since a flushed bin starts again at its first capacity (a flush
- * then moves few blocks).  Peak at 1 MiB -> 256 KiB: bench-mallocbench
- * realloc 8,360 -> 7,328 kB (7,908 before the restart), replay_python
- * 17,128-17,592 -> 16,604-17,088 (3 runs each), replay_gxx 14,564 ->
- * 14,384; tree_allocate, fragment unchanged.  Instructions (callgrind,
- * --quick): realloc +1.1 %, list_allocate +1.1 %, fragment +2.1 %,
- * tree_allocate -0.5 %, churn and tree_churn unchanged. */
+ * then moves few blocks): lower peaks, instructions within ~2 %
+ * (docs/lab/2026-11-29-hot-paths-and-bins.md). */
 #define BIN_FLUSH_BYTES ((size_t)256 * KiB)
 
 /* The most a heap's bins may hold at their capacities together: a bin
  * about to grow past it first sends every other class's bin back to its
  * spans and their capacities back to the first (heap.c, bin_grow).  Bins
  * are the owner's alone, out of the purge thread's reach, so what they
- * hold stays resident until the owner's next slow path; each class's
- * bin may grow to BIN_MAX_BYTES, and a program that churned many sizes
- * and then paused kept them all: bench-mallocbench medium (1-8 KiB) ended
- * its pause with 57.2 MB resident, 13 classes at ~4.3 MB each, and big
- * (8-32 KiB) with 41.6 MB, 9 classes (LITHE_SHOW_STATS); 13.0 MB each
- * with the budget, glibc 16.3 and 2.2 (docs/design.md, "Purging").  Twice
+ * hold stays resident until the owner's next slow path; without a budget
+ * a program that churned many sizes and then paused kept every class's
+ * bin at its largest (docs/lab/2026-11-29-purging.md).  Twice
  * BIN_MAX_BYTES, so one class can still grow to its largest while another
  * holds what it held. */
 #ifndef BIN_HEAP_BYTES          /* build with -DBIN_HEAP_BYTES=N to try others */
@@ -248,17 +224,11 @@ _Static_assert(BIN_HEAP_BYTES >= 2 * BIN_MAX_BYTES, "one class grows to BIN_MAX_
 /* A heap whose frees pushed this much past its full bins with no refill
  * in between is tearing its data down: its bins go back to their spans
  * and their first capacities (heap.c, heap_bin_spill), so that what they
- * hold when the thread stops calling is small; a bin grown for waves of
- * frees grows back at its next refill (bin_spilled stays).  A thread's
- * bins are out of the purge thread's reach: before, bench-mallocbench big
- * (8-128 KiB blocks, 1 GiB allocated, then freed) ended its pause with
- * 13,232 kB resident, the bins' 8 MiB and the spans they held, and medium
- * (1-8 KiB) with 9,156 kB; now 4,276 and 3,160 (glibc 2,288 and
- * 16.3 MB), fragment_iterate 17,192 -> 644 kB (its peak +4 %).  The
- * bins' whole budget: a wave of frees that the bins may grow to
- * (BIN_HEAP_BYTES) never pushes that much past them between two refills,
- * so the waves of tree_allocate, fragment and list_allocate keep their
- * bins (docs/design.md, "Purging"). */
+ * hold when the thread stops calling is small (the bins are out of the
+ * purge thread's reach); a bin grown for waves of frees grows back at its
+ * next refill (bin_spilled stays).  The bins' whole budget: a wave of
+ * frees that the bins may grow to (BIN_HEAP_BYTES) never pushes that much
+ * past them between two refills (docs/lab/2026-11-29-purging.md). */
 #define BIN_TEARDOWN_BYTES BIN_HEAP_BYTES
 
 /* Most bytes one request may ask for: beyond this no mapping can succeed on
@@ -344,7 +314,7 @@ typedef struct span_s {
   /* written by other threads */
   _Alignas(CACHE_LINE) _Atomic uintptr_t thread_free; /* remote frees | TF_* */
   struct span_s *_Atomic remote_next;/* owner's notified-spans stack     */
-  /* FREE runs (arena.c): its pages that may be resident lie in
+  /* FREE runs (pages.c): its pages that may be resident lie in
    * [dirty_lo, dirty_hi) and are dirty_n bytes at most (0: none, and
    * dirty is 0); a run merged from a purged and a freed one is not
    * counted resident whole */
@@ -380,7 +350,7 @@ static inline void span_set_bump(span_t *s, char *bump) {
   __atomic_store_n(&s->bump, bump, __ATOMIC_RELAXED);
 }
 /* All of run s may hold resident pages: its window (span_t.dirty_lo,
- * dirty_hi, dirty_n; arena.c) is the whole run. */
+ * dirty_hi, dirty_n; pages.c) is the whole run. */
 static inline void run_dirty_all(span_t *s) {
   s->dirty = 1;
   s->dirty_lo = s->start;
@@ -544,8 +514,7 @@ _Static_assert(NCLASSES <= 256, "span_t.bin_cls is a uint8_t");
 /* A thread heap's bins live in the thread's initial-exec TLS block
  * (lithe_tls_bins, heap.c), so that malloc and free address them as
  * %fs:(offset, class, 8) from the TLS offset alone, without loading the
- * heap pointer first (one load fewer in each; docs/design.md, "Where the
- * instructions go").  A heap reaches its bins through heap_t.bins: its
+ * heap pointer first (one load fewer in each; docs/lab/2026-12-01-where-the-instructions-go.md).  A heap reaches its bins through heap_t.bins: its
  * thread's TLS block while it is a live thread heap, its own bins_own
  * otherwise (lithe_heap_t's, the shared empty and fallback heaps, a heap
  * in the pool).  malloc pops bin[cls], the owner's free pushes on
@@ -747,9 +716,8 @@ void pagemap_forget(const void *p, size_t size) INTERNAL; /* no span there now *
 /* One entry.  In the flat map a store: its levels are never moved (only a
  * level of its own can be sparse and moved, pagemap.c), so no lock.  The
  * page heap writes a free run's two edges this way at every insert
- * (arena.c, bin_insert): through pagemap_set they cost 25 instructions
- * each, 2.2 M calls and 56.7 M of bench-mallocbench memalign's 336.6 M
- * (--runs 3 --no-warmup). */
+ * (pages.c, size_list_insert): through pagemap_set they cost several
+ * times the instructions (docs/lab/2026-12-06-page-heap-pagemap-writes.md). */
 static inline void pagemap_set_one(const void *p, span_t *s) {
   uintptr_t page = (uintptr_t)p >> PAGE_SHIFT;
   if (likely(page < pagemap_flat_pages())) {
@@ -780,7 +748,7 @@ void *meta_alloc(size_t size) INTERNAL;   /* zeroed, never returned to the OS */
 span_t *span_desc_alloc(void) INTERNAL;
 void span_desc_free(span_t *s) INTERNAL;
 void span_desc_free_dead(span_t *first, unsigned n) INTERNAL; /* n freed ones linked by next */
-/* A descriptor freed (span_desc_free, or the page heap's stash, arena.c):
+/* A descriptor freed (span_desc_free, or the page heap's stash, pages.c):
  * a stale pagemap lookup sees a dead span with an empty range. */
 static inline void span_desc_mark_dead(span_t *s) {
   lt_assert_v(s->kind != SPAN_DEAD, (uintptr_t)s); /* freed twice */
@@ -802,7 +770,25 @@ void sizeclass_init(void) INTERNAL;
 static inline size_t lut_index(size_t n) { return LUT_COARSE + ((n + 15) >> 4); }
 static inline unsigned size_class(size_t n) { return class_lut[lut_index(n)]; }
 
-/* arena.c: arenas and the page heap */
+/* arena.c: arenas (pages_lock held) */
+extern arena_t *arena_list INTERNAL;
+extern size_t arena_total INTERNAL;
+extern bool arena_starved INTERNAL;
+arena_t *arena_new(size_t min_bytes) INTERNAL;
+bool arena_commit_to(arena_t *a, char *need) INTERNAL;
+void arena_decommit_above(arena_t *a, char *top) INTERNAL;
+size_t arena_trim_tails(void) INTERNAL;
+
+/* pages.c: the page heap */
+/* the caches above it (large.c), registered by large_init: see pages.c */
+typedef struct {
+  bool (*reclaim)(uint64_t now, uint64_t by, uint64_t prev, bool all, bool hinted); /* lcache_reclaim */
+  uint64_t (*reclaim_due)(uint64_t now);                                            /* lcache_due */
+  bool (*expire)(uint64_t by, bool all);                                            /* xcache_expire */
+  uint64_t (*expire_due)(void);                                                     /* xcache_due */
+  void (*yield)(size_t bytes);                                                      /* xcache_yield */
+} page_caches_t;
+extern const page_caches_t *page_caches INTERNAL;
 extern pthread_mutex_t pages_lock INTERNAL;
 extern size_t large_max INTERNAL;
 extern _Atomic uint32_t pages_epoch INTERNAL;
@@ -816,9 +802,18 @@ span_t *pages_alloc_after(size_t npages, size_t align, span_t *back) INTERNAL; /
 bool pages_try_resize(span_t *s, size_t npages, bool fresh_ok) INTERNAL; /* in place */
 size_t pages_collect(bool force) INTERNAL;                    /* purge; returns bytes */
 void pages_waiting(uint64_t freed_ms) INTERNAL;               /* pages_lock held: memory waits */
-void pages_purger_start(void) INTERNAL;                       /* lithe's constructor only */
 void pages_purge_poll(void) INTERNAL;                         /* no lithe lock held: purge what is due */
 void pages_fork_child(void) INTERNAL;
+/* pages.c's purge state, for the purge thread (purge.c); pages_lock held */
+extern pthread_cond_t purge_cond INTERNAL;
+extern _Atomic bool purger_running INTERNAL;
+extern uint64_t purge_due_ms INTERNAL, purger_lead_ms INTERNAL;
+void purger_init(void) INTERNAL;
+uint64_t purge_lead_ms(void) INTERNAL;
+size_t purge_runs(uint64_t now, uint64_t by, bool force, size_t keep) INTERNAL;
+
+/* purge.c */
+void purger_start(void) INTERNAL; /* lithe's constructor only */
 void pages_init(void) INTERNAL;
 size_t pages_arena_count(void) INTERNAL;
 size_t pages_purged_bytes(void) INTERNAL;
@@ -853,8 +848,7 @@ extern bool limit_hard INTERNAL;
 extern _Atomic bool limit_pressure INTERNAL; /* usage >= 90 % of the limit */
 void limit_init(void) INTERNAL;
 void limit_pressure_collect(void) INTERNAL;
-span_t *limit_refused(size_t npages, size_t align) INTERNAL;
-bool limit_allow_map(size_t bytes) INTERNAL;
+extern void (*limit_reclaim)(void) INTERNAL; /* heaps_reclaim (heap.c), set by heap_key_init */
 
 /* span.c */
 void span_init_small(span_t *s, unsigned cls) INTERNAL;
@@ -899,7 +893,7 @@ size_t heaps_take_caches(void) INTERNAL; /* every heap's cached empty spans back
 void heaps_stats(size_t *live, size_t *created, size_t *small_spans, size_t *abandoned) INTERNAL;
 void heap_thread_exit(void *arg) INTERNAL;
 void heap_discard_all(heap_t *h) INTERNAL;   /* userheap.c's destroy */
-void userheap_large_forget(span_t *s) INTERNAL; /* large.c: a heap's large object freed */
+void heap_key_init(void) INTERNAL; /* init: the thread-exit key, limit_reclaim */
 void heap_fork_prepare(void) INTERNAL;
 void heap_fork_parent(void) INTERNAL;
 void heap_fork_child(void) INTERNAL;
@@ -913,6 +907,7 @@ extern _Atomic size_t stat_large_live, stat_xlarge_live, stat_xlarge_bytes, stat
 bool xcache_expire(uint64_t by, bool all) INTERNAL; /* pages_lock held; true: some unmapped */
 void xcache_yield(size_t bytes) INTERNAL;             /* pages_lock held */
 uint64_t xcache_due(void) INTERNAL;                   /* pages_lock held */
+extern void (*large_owner_forget)(span_t *s) INTERNAL; /* userheap.c's, see large.c */
 void large_init(void) INTERNAL;                       /* init: the large-run cache's key */
 bool lcache_reclaim(uint64_t now, uint64_t by, uint64_t prev, bool all, bool hinted) INTERNAL; /* pages_lock held */
 uint64_t lcache_due(uint64_t now) INTERNAL;           /* pages_lock held */
@@ -934,7 +929,12 @@ void lt_collect(bool force) INTERNAL;
 int lt_malloc_trim(size_t pad) INTERNAL;
 
 /* prof.c: sampled heap profiles, leak reports */
-extern int prof_mode INTERNAL;     /* PROF_OFF, PROF_SAMPLE, PROF_LEAKS */
+extern int prof_mode INTERNAL;
+/* sample.c, for prof.c */
+extern size_t prof_rate INTERNAL;
+extern void *(*prof_sampled_malloc)(size_t n, heap_t *h) INTERNAL; /* prof_malloc, see sample.c */
+extern uint64_t rng_seed INTERNAL;
+extern __thread int prof_busy INTERNAL __attribute__((tls_model("initial-exec")));     /* PROF_OFF, PROF_SAMPLE, PROF_LEAKS */
 enum { PROF_OFF = 0, PROF_SAMPLE = 1, PROF_LEAKS = 2 };
 void prof_init(void) INTERNAL;     /* from process_init; no allocation */
 bool prof_tick_slow(heap_t *h) INTERNAL;   /* prof_left < 0: sample now? */

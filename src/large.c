@@ -1,7 +1,7 @@
 /* large.c — objects too big for a size class.
  *
  *   large   SMALL_MAX < size <= large_max: a run of pages from the page
- *           heap (arena.c), reused before it is purged; realloc grows and
+ *           heap (pages.c), reused before it is purged; realloc grows and
  *           shrinks it in place when the neighbouring pages allow.
  *   xlarge  above large_max: a mapping of its own, resized with mremap (no
  *           copy) by realloc, or copied into cached memory when the cache
@@ -15,7 +15,7 @@
  * Page runs cannot serve a bigger block than the free space around them,
  * and moving their pages would punch holes in an arena, while cached
  * mappings of any sizes combine: so blocks above 1 MiB are mappings
- * (docs/design.md, "Thresholds", has the sweep) -- but a free page run
+ * (docs/lab/2026-11-29-thresholds-and-small-max.md, has the sweep) -- but a free page run
  * that already holds such a block serves it first (a large block then,
  * never made of fresh arena pages), so pages freed by small and large
  * objects are not kept while as many more are mapped for big blocks. */
@@ -23,7 +23,11 @@
 #include <string.h>
 #include "internal.h"
 
-_Atomic size_t stat_large_live, stat_xlarge_live, stat_xlarge_bytes, stat_xlarge_cached_bytes;
+_Atomic size_t stat_large_live, stat_xlarge_live;
+/* A first-class heap's large object freed (userheap.c, which sits above
+ * and sets this before it makes its first such object: only it sets an
+ * owner).  A hook: large objects must not call up into the heaps API. */
+void (*large_owner_forget)(span_t *s);
 
 /* ---- the large-run cache --------------------------------------------------
  * A thread's freed large blocks, kept as they are: a malloc of the same
@@ -31,7 +35,7 @@ _Atomic size_t stat_large_live, stat_xlarge_live, stat_xlarge_bytes, stat_xlarge
  * still name the run).  A 128 KiB malloc+free pair cost 1,055 instructions
  * through the page heap (callgrind, bench-cgloop a 131072): pagemap_set's
  * 32 entries ~444, pages_lock ~110, the bins and coalescing ~120; tcmalloc
- * 80 (docs/design.md, "The large-run cache", has the figures since).
+ * 80 (docs/lab/2026-12-01-rows-behind-glibc.md has the figures since).
  *
  * A cached run has kind SPAN_CACHED, so a second free of the block (or
  * realloc, malloc_usable_size) is reported as a double free at once, as
@@ -102,7 +106,20 @@ static void lcache_exit(void *arg) {
   pthread_mutex_unlock(&pages_lock);
 }
 
+/* An xlarge mapping of `bytes` (no lock held): near the limit
+ * the free runs are purged first; past a hard limit, refused. */
+static bool limit_allow_map(size_t bytes) {
+  if (pages_usage(bytes) + bytes <= limit_bytes || !limit_hard) return true;
+  limit_reclaim();
+  pages_collect(true);
+  if (pages_usage(bytes) + bytes <= limit_bytes) return true;
+  errno = ENOMEM;
+  return false;
+}
+
 void large_init(void) {
+  static const page_caches_t caches = {lcache_reclaim, lcache_due, xcache_expire, xcache_due, xcache_yield};
+  page_caches = &caches;
   lcache_key_ok = pthread_key_create(&lcache_key, lcache_exit) == 0;
 }
 
@@ -253,7 +270,7 @@ uint64_t lcache_due(uint64_t now) {
  * (so mremap can move it whole); its pages hold a freed block's bytes.  It
  * is counted in stat_xlarge_cached_bytes (resident and purgeable: pages_usage
  * adds it) and unmapped once it has been free for LITHE_PURGE_DELAY_MS
- * (purge_runs, arena.c, calls xcache_expire), on lithe_collect, or when
+ * (purge_runs, pages.c, through page_caches), on lithe_collect, or when
  * the cache holds more than XCACHE_MAX ranges or XCACHE_MAX_BYTES (bounds
  * of bookkeeping, not of memory: what the cache holds never raises the
  * peak, since a request it cannot fill takes all it has and the rest is
@@ -282,19 +299,16 @@ uint64_t lcache_due(uint64_t now) {
 #endif
 #define XPIECES_MAX 16               /* cached ranges one block takes */
 #define XPIECE_MIN ((size_t)1 * MiB) /* smaller: not worth a range (a system
-                                        call to move, a slot); the model
-                                        above, 16 ranges biggest first:
-                                        1 MiB 18.9k faults, 256 KiB 24.6k */
+                                        call to move, a slot; the model:
+                                        docs/lab/2026-12-05-xlarge-2mib-layout.md) */
 /* The 2 MiB layout (always) and huge pages (LITHE_HUGEPAGES=1).
  *
  * mremap moves a page-table page whole (one PMD entry) only where source
  * and destination both lie on 2 MiB boundaries; anywhere else it copies
  * the 4 KiB entries one by one.  On the virtual machines lithe was
- * measured on (2026-12-05) the first write to each page moved entry by
- * entry then cost ~6 us (no guest fault is counted: the hypervisor
- * rebuilds its own tables), as much as half a fresh page: 14 MiB moved
- * at another 2 MiB phase, memset 20-22 ms, at the same phase 0.6-1.0 ms
- * (a scratch mmap/mremap/memset model, two runs).  So the cache keeps its
+ * measured on the first write to each page moved entry by entry then
+ * cost as much as half a fresh page (the hypervisor rebuilds its own
+ * tables; docs/lab/2026-12-05-xlarge-2mib-layout.md).  So the cache keeps its
  * memory in whole 2 MiB units where it can: a fresh xlarge mapping of
  * 2 MiB or more starts on a 2 MiB boundary (not under an address-space
  * limit, where the over-map that aligns it counts), ranges are cut at
@@ -305,23 +319,19 @@ uint64_t lcache_due(uint64_t now) {
  * after them move with their page-table pages whole and its fresh rest
  * starts on a boundary too.  bench-bigchurn --ops 200 on that machine:
  * 14.4 ms an op with the layout only under LITHE_HUGEPAGES=1, 2.2 ms with
- * it always (docs/design.md, "The 2 MiB layout, always").
+ * it always (docs/lab/2026-12-05-xlarge-2mib-layout.md).
  *
  * Huge pages, with LITHE_HUGEPAGES=1 (off by default: on the virtual
  * machines lithe is measured on, a fresh huge page is often backed by the
- * host only at its first touch, and bench-bigchurn's first touch of its
- * 16 blocks took 142-2,087 ms of CPU against 257-449 on 4 KiB pages, six
- * runs each; docs/design.md, "Huge pages kept whole"): a fresh xlarge
+ * host only at its first touch, and a first touch can take several times
+ * longer; docs/lab/2026-12-01-huge-pages-kept-whole.md): a fresh xlarge
  * mapping from malloc (not calloc) of 2 MiB or more is also advised
  * MADV_HUGEPAGE, and the layout above keeps its huge pages whole (mremap
  * splits a huge page moved to another 2 MiB phase into 4 KiB entries).
- * What it buys is the program's own writes to reused memory: 400 memsets
- * of 1-32 MiB over memory faulted in once (a scratch model, no allocator,
- * medians of 8 runs) took 265 ms on huge pages against 355 on 4 KiB ones;
- * and a huge page is one fault, not 512.  What it costs: a fresh huge
- * page is backed whole at its first touch, so a block written only in its
- * first 300 KiB holds 2 MiB (20 such blocks of 10.3 MiB: RssAnon 6.2 MB
- * on 4 KiB pages, 41.2 MB so); calloc's blocks, often big sparse tables,
+ * What it buys is faster writes to reused memory, and a huge page is one
+ * fault, not 512.  What it costs: a fresh huge page is backed whole at
+ * its first touch, so a block written only in its first 300 KiB holds
+ * 2 MiB; calloc's blocks, often big sparse tables,
  * are left on 4 KiB pages, and a block's last partial 2 MiB (past the
  * last whole huge page of its mapping) is never a huge page. */
 #define XPHASE ((size_t)2 * MiB)
@@ -423,7 +433,7 @@ bool xcache_expire(uint64_t by, bool all) {
   return gone != NULL;
 }
 
-/* The page heap committed `bytes` of fresh arena pages (arena.c, under
+/* The page heap committed `bytes` of fresh arena pages (pages.c, under
  * pages_lock): as many cached bytes go back, oldest first (a range's
  * tail, or all of it when less than XPIECE_MIN would stay), so cached
  * xlarge memory does not add to the peak while small and large objects
@@ -815,7 +825,7 @@ static void *large_run(span_t *s, size_t size, bool zero) {
   atomic_store_explicit(&s->owner, NULL, memory_order_relaxed);
   atomic_fetch_add_explicit(&stat_large_live, 1, memory_order_relaxed);
   if (zero && s->dirty) {
-    /* only the window of pages that may hold old bytes (arena.c): the
+    /* only the window of pages that may hold old bytes (pages.c): the
      * rest read as zero, as the fresh pages of a run extended at an
      * arena's top (arena_carve), which a whole memset would fault in */
     char *end = s->start + size, *hi = s->dirty_hi < end ? s->dirty_hi : end;
@@ -858,7 +868,7 @@ void *large_alloc_zero(size_t size, size_t align, bool zero) {
      * many never-touched arena pages: the run faulted 8,021 times for the
      * warm-up's work again, 4,091 so (peak 2.5 MB lower).  (Near the memory
      * limit fresh arena pages too, filled with free runs' resident pages:
-     * arena.c, pages_take.) */
+     * pages.c, pages_take.) */
     if (align <= PAGE_SIZE && !(p = xlarge_alloc(size, align, zero, true)))
       p = large_run(pages_alloc_free(npages), size, zero);
     if (!p) p = xlarge_alloc(size, align, zero, false);
@@ -870,13 +880,13 @@ void *large_alloc_zero(size_t size, size_t align, bool zero) {
 
 void large_free(span_t *s) {
   /* owner is NULL for large objects but a lithe_heap_t's (userheap.c) */
-  if (unlikely(atomic_load_explicit(&s->owner, memory_order_relaxed) != NULL)) userheap_large_forget(s);
+  if (unlikely(atomic_load_explicit(&s->owner, memory_order_relaxed) != NULL)) large_owner_forget(s);
   if (s->kind == SPAN_XLARGE) {
     pagemap_set_one(s->start, &freed_xlarge);
     atomic_fetch_sub_explicit(&stat_xlarge_live, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&stat_xlarge_bytes, s->map_bytes, memory_order_relaxed);
     if (xcache_put(s)) { pages_purge_poll(); return; }
-    /* near the memory limit: its pages serve the page heap (arena.c) */
+    /* near the memory limit: its pages serve the page heap (pages.c) */
     if (unlikely(limit_pressure_at) && atomic_load_explicit(&limit_pressure, memory_order_relaxed) &&
         !s->map_next && s->map_base == s->start && pages_adopt(s->map_base, s->map_bytes)) {
       span_desc_free(s);
@@ -934,7 +944,7 @@ void *large_realloc(span_t *s, size_t size) {
    * the block into cached memory (malloc, copy, free) instead of growing
    * it by fresh pages: a copy costs a fraction of a nanosecond a byte, a
    * fresh page ~3-4 ns a byte here (a realloc ladder of 1 -> 64 MiB, in
-   * docs/design.md, "The 2 MiB layout, always").  The old block goes to
+   * docs/lab/2026-12-05-xlarge-2mib-layout.md).  The old block goes to
    * the cache, so resident memory does not grow. */
   if (bytes > s->map_bytes && atomic_load_explicit(&stat_xlarge_cached_bytes, memory_order_relaxed) >= bytes)
     return NULL;

@@ -10,7 +10,7 @@
  * pages handed out, free pages not yet purged, xlarge mappings, metadata
  * (pages_usage_bytes, under the page-heap lock).  From 90 % of the limit
  * on ("pressure"), the free pages over that are purged at once instead of
- * after LITHE_PURGE_DELAY_MS (arena.c, pressure_keep; but fresh pages
+ * after LITHE_PURGE_DELAY_MS (pages.c, pressure_keep; but fresh pages
  * first take the resident pages of free runs they hold, and a freed
  * xlarge mapping's pages become a free run: pages_fill, pages_adopt, moved
  * with mremap rather than purged and faulted in again), threads stop
@@ -33,9 +33,15 @@
 size_t limit_bytes;          /* 0: no limit */
 size_t limit_pressure_at;    /* 90 % of it; 0: never */
 bool limit_hard;
+/* What the limit takes back from the heaps above the page heap (their
+ * caches, the abandoned heaps): heaps_reclaim, registered by heap_key_init
+ * before the first allocation.  A hook because the page heap, below the
+ * heaps, is where the limit is found near (one of two upward calls: see
+ * the overview in alloc.c). */
+static void no_reclaim(void) {}
+void (*limit_reclaim)(void) = no_reclaim;
 _Atomic bool limit_pressure;
 static _Atomic bool pressure_collected;
-static __thread bool limit_retrying __attribute__((tls_model("initial-exec")));
 
 /* Bytes in a cgroup limit file: a number, or "max" / a huge v1 value for
  * none (0). */
@@ -127,20 +133,8 @@ void limit_init(void) {
   if (lithe_opt.verbose && limit_bytes) lithe_warn("memory limit, bytes", limit_bytes);
 }
 
-/* What other threads hold that no allocation of theirs needs: the spans
- * of exited threads whose blocks are all free, and every heap's cached
- * empty spans (taken from their slots, idle threads' too).  The blocks
- * in other threads' bins cannot be taken (their owner pops them without
- * atomics): a new pages_epoch makes each thread empty its bins into its
- * spans at its next slow path (heap_decay), and the spans that empties
- * go straight back while the pressure lasts. */
-static void collect_others(void) {
-  heaps_collect_abandoned();
-  heaps_take_caches();
-  atomic_fetch_add_explicit(&pages_epoch, 1, memory_order_relaxed);
-}
 
-/* Called by arena.c after it set limit_pressure (no lock held): the first
+/* Called by pages.c after it set limit_pressure (no lock held): the first
  * time in each pressure period, collect what other threads hold. */
 void limit_pressure_collect(void) {
   if (!atomic_load_explicit(&limit_pressure, memory_order_relaxed)) {
@@ -149,30 +143,7 @@ void limit_pressure_collect(void) {
     return;
   }
   if (atomic_exchange_explicit(&pressure_collected, true, memory_order_relaxed)) return;
-  collect_others();
+  limit_reclaim();
 }
 
-/* The hard limit refused npages (arena.c, lock released): one full
- * collection, then one more try; NULL + ENOMEM if it still does not fit. */
-span_t *limit_refused(size_t npages, size_t align) {
-  lt_assert(limit_hard); /* only the hard limit refuses (arena.c, pages_take) */
-  if (limit_retrying) { errno = ENOMEM; return NULL; }
-  limit_retrying = true;
-  collect_others();
-  pages_collect(true);
-  span_t *s = pages_alloc(npages, align);
-  limit_retrying = false;
-  if (!s) errno = ENOMEM;
-  return s;
-}
 
-/* An xlarge mapping of `bytes` (large.c, no lock held): near the limit
- * the free runs are purged first; past a hard limit, refused. */
-bool limit_allow_map(size_t bytes) {
-  if (pages_usage(bytes) + bytes <= limit_bytes || !limit_hard) return true;
-  collect_others();
-  pages_collect(true);
-  if (pages_usage(bytes) + bytes <= limit_bytes) return true;
-  errno = ENOMEM;
-  return false;
-}

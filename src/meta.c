@@ -230,7 +230,7 @@ void span_desc_free(span_t *s) {
 }
 
 /* n descriptors already marked freed (SPAN_DEAD, bytes 0), linked by
- * next from first (the page heap's stash, arena.c), onto the free list. */
+ * next from first (the page heap's stash, pages.c), onto the free list. */
 void span_desc_free_dead(span_t *first, unsigned n) {
   if (!first) return;
   span_t *last = first;

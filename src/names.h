@@ -58,6 +58,16 @@
 #define span_desc_free    _lithe_span_desc_free
 #define span_desc_free_dead _lithe_span_desc_free_dead
 /* arena.c */
+#define arena_list         _lithe_arena_list
+#define arena_total        _lithe_arena_total
+#define arena_starved      _lithe_arena_starved
+#define arena_new          _lithe_arena_new
+#define arena_commit_to    _lithe_arena_commit_to
+#define arena_decommit_above _lithe_arena_decommit_above
+#define arena_trim_tails   _lithe_arena_trim_tails
+
+/* pages.c */
+#define page_caches        _lithe_page_caches
 #define large_max          _lithe_large_max
 #define pages_adopt        _lithe_pages_adopt
 #define pages_alloc        _lithe_pages_alloc
@@ -71,7 +81,6 @@
 #define pages_init         _lithe_pages_init
 #define pages_lock         _lithe_pages_lock
 #define pages_purged_bytes _lithe_pages_purged_bytes
-#define pages_purger_start _lithe_pages_purger_start
 #define pages_purge_poll   _lithe_pages_purge_poll
 #define pages_release_locked _lithe_pages_release_locked
 #define pages_release_list_locked _lithe_pages_release_list_locked
@@ -80,6 +89,16 @@
 #define pages_verify       _lithe_pages_verify
 #define pages_waiting      _lithe_pages_waiting
 #define pages_walk         _lithe_pages_walk
+#define purge_cond         _lithe_purge_cond
+#define purger_running     _lithe_purger_running
+#define purge_due_ms       _lithe_purge_due_ms
+#define purger_lead_ms     _lithe_purger_lead_ms
+#define purger_init        _lithe_purger_init
+#define purge_lead_ms      _lithe_purge_lead_ms
+#define purge_runs         _lithe_purge_runs
+
+/* purge.c */
+#define purger_start       _lithe_purger_start
 /* span.c */
 #define span_collect_remote _lithe_span_collect_remote
 #define span_contains_free  _lithe_span_contains_free
@@ -123,6 +142,7 @@
 #define large_alloc_zero         _lithe_large_alloc_zero
 #define large_free               _lithe_large_free
 #define large_init               _lithe_large_init
+#define large_owner_forget       _lithe_large_owner_forget
 #define lcache_due               _lithe_lcache_due
 #define lcache_reclaim           _lithe_lcache_reclaim
 #define large_realloc            _lithe_large_realloc
@@ -134,14 +154,13 @@
 #define xcache_expire            _lithe_xcache_expire
 #define xcache_yield             _lithe_xcache_yield
 /* limit.c */
-#define limit_allow_map        _lithe_limit_allow_map
 #define limit_bytes            _lithe_limit_bytes
 #define limit_hard             _lithe_limit_hard
 #define limit_init             _lithe_limit_init
 #define limit_pressure         _lithe_limit_pressure
 #define limit_pressure_at      _lithe_limit_pressure_at
 #define limit_pressure_collect _lithe_limit_pressure_collect
-#define limit_refused          _lithe_limit_refused
+#define limit_reclaim          _lithe_limit_reclaim
 /* alloc.c */
 #define free_slow             _lithe_free_slow
 #define free_unmapped         _lithe_free_unmapped
@@ -160,7 +179,6 @@
 #define lt_reallocarray       _lithe_lt_reallocarray
 #define lt_valloc             _lithe_lt_valloc
 /* userheap.c */
-#define userheap_large_forget _lithe_userheap_large_forget
 /* prof.c */
 #define prof_alloc         _lithe_prof_alloc
 #define prof_free          _lithe_prof_free
@@ -168,6 +186,10 @@
 #define prof_heapless_take _lithe_prof_heapless_take
 #define prof_init          _lithe_prof_init
 #define prof_malloc        _lithe_prof_malloc
+#define prof_rate         _lithe_prof_rate
+#define rng_seed          _lithe_rng_seed
+#define prof_sampled_malloc _lithe_prof_sampled_malloc
+#define prof_busy         _lithe_prof_busy
 #define prof_mode          _lithe_prof_mode
 #define prof_realloc       _lithe_prof_realloc
 #define prof_tick_slow     _lithe_prof_tick_slow

@@ -16,7 +16,7 @@ options_t lithe_opt = {
                              before giving back: a page fault costs
                              13-16 us per 4 KiB page on the machines
                              lithe is measured on */
-  .purge_thread = false, /* arena.c, "The purge thread": off, none imposed */
+  .purge_thread = false, /* purge.c: off, none imposed */
   .on_error_ignore = false,
   .show_stats = 0,
   .verbose = false,

@@ -251,10 +251,8 @@ void pagemap_set(const void *p, size_t npages, span_t *s) {
   if (unlikely(lock)) pthread_mutex_lock(&pagemap_lock);
   /* a level at a time, its entries a plain fill: 4 instructions a page,
    * against 11 with the level looked up again for every page (large runs
-   * are written whole, every page naming its run; bench-mallocbench
-   * memalign --runs 3 --no-warmup 344.8 -> 336.6 M; most of the rest of
-   * this function's cost there was one-entry calls, now pagemap_set_one
-   * inline) */
+   * are written whole, every page naming its run; the one-entry calls are
+   * pagemap_set_one, inline: docs/lab/2026-12-06-page-heap-pagemap-writes.md) */
   while (page < end) {
     size_t i1 = page >> (L1_SHIFT - PAGE_SHIFT);
     uintptr_t *l2 = (uintptr_t *)pagemap_level(i1);
@@ -283,7 +281,7 @@ static void entries_clear(uintptr_t *from, uintptr_t *to) {
 }
 
 /* [p, p+size) holds no span any more: an arena's top given back by
- * lithe_collect(true) (arena.c, pages_lock held).  Its entries read 0,
+ * lithe_collect(true) (pages.c, pages_lock held).  Its entries read 0,
  * "not lithe's", as they did before the pages were first handed out, and
  * the whole OS pages of the map among them are purged: a 64 MiB arena
  * emptied by the program kept its 64 KiB of map resident (medium, ~1 GiB

@@ -83,13 +83,6 @@ typedef struct {
   _Atomic uint64_t val; /* bucket offset / 8 (bits 0..23) | size << 24 */
 } leak_entry_t;
 
-/* -DLITHE_PROF_DEFAULT=1 builds a library that profiles unless told
- * LITHE_PROF=0 (how the benchmark compares profiling on and off) */
-#ifndef LITHE_PROF_DEFAULT
-#define LITHE_PROF_DEFAULT PROF_OFF
-#endif
-int prof_mode = LITHE_PROF_DEFAULT;
-static size_t prof_rate = 512 * KiB; /* as jemalloc's lg_prof_sample 19 and Go */
 static const char *prof_prefix = "lithe";
 static bool prof_peak;
 static bool prof_ready;            /* the unwinder warmed up              */
@@ -107,92 +100,6 @@ static prof_bucket_t *_Atomic *table;
 static leak_entry_t *leaks;
 static _Atomic size_t leaks_dropped, dump_seq;
 static _Atomic size_t live_estimate, peak_next;
-static __thread int prof_busy __attribute__((tls_model("initial-exec")));
-static __thread uint64_t rng_state __attribute__((tls_model("initial-exec")));
-
-/* ---- random intervals -------------------------------------------------- */
-
-/* A thread's generator starts from the process's seed (one getrandom at
- * start-up) and a count of threads seeded, mixed by splitmix64's finaliser:
- * a getrandom call per thread cost each profiled thread's first draw
- * ~1,700 TSC ticks, most of its first malloc/free pair (bench-startup
- * --serial --threads 64: 1,950 ticks a pair against 182 unprofiled). */
-static uint64_t rng_seed;
-static _Atomic uint64_t rng_threads;
-
-static uint64_t rng_next(void) {
-  uint64_t x = rng_state;
-  if (x == 0) {
-    x = rng_seed + atomic_fetch_add_explicit(&rng_threads, 1, memory_order_relaxed) * 0x9e3779b97f4a7c15u;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
-    x ^= x >> 31;
-    if (x == 0) x = 0x9e3779b97f4a7c15u;
-  }
-  x ^= x >> 12; x ^= x << 25; x ^= x >> 27; /* xorshift64* */
-  rng_state = x;
-  return x * 0x2545f4914f6cdd1du;
-}
-
-/* -ln(u) for u uniform in (0, 1]: u = 2^e * m, ln m by its atanh series
- * (error < 1e-6; libm is not ours to use). */
-static double neg_log_uniform(void) {
-  double u = (double)((rng_next() >> 11) + 1) * (1.0 / 9007199254740992.0);
-  uint64_t bits;
-  memcpy(&bits, &u, sizeof bits);
-  int e = (int)((bits >> 52) & 0x7ff) - 1023;
-  bits = (bits & ((1ull << 52) - 1)) | (1023ull << 52);
-  double m, t, t2;
-  memcpy(&m, &bits, sizeof m);
-  t = (m - 1) / (m + 1);
-  t2 = t * t;
-  double ln_m = 2 * t * (1 + t2 * (1.0 / 3 + t2 * (1.0 / 5 + t2 * (1.0 / 7 + t2 * (1.0 / 9)))));
-  return -(e * 0.69314718055994531 + ln_m);
-}
-
-static intptr_t next_interval(void) {
-  double v = neg_log_uniform() * (double)prof_rate;
-  return v < 1 ? 1 : (intptr_t)v;
-}
-
-bool prof_tick_slow(heap_t *h) {
-  if (prof_mode == PROF_OFF) { h->bins->prof_left = INTPTR_MAX; return false; }
-  if (prof_mode == PROF_LEAKS) { h->bins->prof_left = -1; return !prof_busy; }
-  /* the interval starts at the sampled allocation: the overshoot past 0
-   * belongs to it (a memoryless process, as tcmalloc does) */
-  h->bins->prof_left = next_interval();
-  return !prof_busy;
-}
-
-/* A thread's first small allocations may come from the shared heap, before
- * it has a heap of its own (heap.c, HEAPLESS_ALLOCS).  Those count against
- * the thread's first interval here, by their class size, and are never
- * sampled themselves: one that would end the interval is refused, the
- * thread makes its heap, whose prof_left continues the interval from what
- * is left (prof_heap_start), and that allocation, counted by its class
- * size too, is the sample (heap.c).  So a thread that allocates a little
- * is sampled as one with a heap from the start, its heapless blocks
- * standing for the interval's bytes as any unsampled block does. */
-static __thread intptr_t heapless_left __attribute__((tls_model("initial-exec")));
-static __thread bool heapless_drawn __attribute__((tls_model("initial-exec")));
-
-bool prof_heapless_take(size_t n) {
-  if (!heapless_drawn) {
-    heapless_left = next_interval();
-    heapless_drawn = true;
-  }
-  if ((size_t)heapless_left < n) return false;
-  heapless_left -= (intptr_t)n;
-  return true;
-}
-
-intptr_t prof_heap_start(void) {
-  if (prof_mode == PROF_SAMPLE && heapless_drawn) {
-    heapless_drawn = false; /* a later heap of this thread draws anew */
-    return heapless_left;
-  }
-  return prof_mode == PROF_SAMPLE ? next_interval() : prof_mode == PROF_LEAKS ? -1 : INTPTR_MAX;
-}
 
 /* ---- stacks and buckets ------------------------------------------------ */
 
@@ -717,10 +624,9 @@ void *prof_malloc(size_t n, heap_t *h) {
  * free of the sample and a malloc of n, so the interval is charged n and
  * decides whether the block stays sampled (then as a new sample of this
  * stack) or becomes a plain block.  Copying every sampled block that a
- * realloc grew cost replay_sqlite 1.1 M more D1 misses (memcpy's 70 k ->
- * 1,055 k under cachegrind, LITHE_PROF=1 against LITHE_PROF_SAMPLE=1g):
- * a block of 1 MiB is sampled 86 % of the time at 512 KiB, so a buffer
- * grown by realloc was copied at almost every step.  NULL: not in place
+ * realloc grew copied a growing buffer at almost every step (a block of
+ * 1 MiB is sampled 86 % of the time at 512 KiB;
+ * docs/lab/2026-12-05-realloc-at-arena-top.md).  NULL: not in place
  * (the caller copies, and the new block is sampled or not as any). */
 void *prof_realloc(span_t *s, size_t bytes, size_t n, size_t old) {
   void *q = large_realloc(s, bytes);
@@ -964,6 +870,7 @@ static void leak_report(void) {
 /* secure_getenv, as options.c: a setuid program must not be made to
  * write profiles where its caller says */
 void prof_init(void) {
+  prof_sampled_malloc = prof_malloc; /* (heap.c: a thread's first block) */
   const char *v;
   if ((v = secure_getenv("LITHE_PROF")) != NULL) prof_mode = v[0] == '1' ? PROF_SAMPLE : PROF_OFF;
   if ((v = secure_getenv("LITHE_LEAKS")) != NULL && v[0] == '1') prof_mode = PROF_LEAKS;

@@ -63,18 +63,9 @@ static uint64_t secure_random(void) {
  * otherwise A's neighbour is a block of the same window handed
  * out before or after A.  A program that walks its blocks in allocation
  * order still reads memory upwards, jittered within 8 blocks, which the
- * hardware prefetcher follows: list_traverse's user time 0.47-0.50 s,
- * release 0.46-0.48 s (4 runs each, alternating; docs/reliability.md).
- * Measured against (same machine, user time of list_traverse, release
- * 0.40-0.48 s): windows of 16 blocks 0.50-0.57 s, of 32 0.68-0.84 s;
- * address order from a random block of each slice (this build before the
- * windows: every block but one per slice its predecessor's neighbour)
- * 0.56-0.63 s; each block given one of 4 passes
- * at random and the passes handed out one after the other, each in
- * address order (1 in 4 neighbours) 0.74-0.80 s; a random stride through
- * the slice, 3x; a random start in a span's first slice only, the later
- * slices in address order, 0.46-0.47 s, but 508 of 511 consecutive pairs
- * neighbours. */
+ * hardware prefetcher follows: list_traverse runs as fast as in the
+ * release build; wider windows and the other orders tried were slower or
+ * left most neighbours in order (docs/lab/2026-12-01-hardened-build-cost.md). */
 #define CARVE_WINDOW 8
 /* Slices smaller than this are carved this many blocks at a time, so that
  * a window has blocks to mix: a class above 1 KiB has fewer than 4 to a

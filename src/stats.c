@@ -9,6 +9,60 @@
 #include <unistd.h>
 #include "internal.h"
 
+/* ---- the walk ------------------------------------------------------------ */
+
+static void walk_span(const span_t *s, void *arg) {
+  heap_walk_t *w = arg;
+  switch (s->kind) {
+    case SPAN_SMALL: {
+      class_stats_t *c = &w->cls[s->cls < NCLASSES ? s->cls : 0];
+      /* owner-written fields, read while the owner may run: a snapshot */
+      uint32_t used = __atomic_load_n(&s->used, __ATOMIC_RELAXED);
+      uint32_t remote = TF_COUNT(atomic_load_explicit(&s->thread_free, memory_order_relaxed));
+      uint32_t live = used > remote ? used - remote : 0;
+      if (live > s->capacity) live = s->capacity;
+      c->spans++;
+      c->span_bytes += s->bytes;
+      c->blocks_live += live;
+      c->blocks_free += s->capacity - live;
+      w->small_live_bytes += (size_t)live * s->block_size;
+      w->small_free_bytes += (size_t)(s->capacity - live) * s->block_size;
+      break;
+    }
+    case SPAN_LARGE:
+      w->large_live++;
+      w->large_bytes += s->bytes;
+      break;
+    case SPAN_CACHED:
+      w->large_cached++;
+      w->large_cached_bytes += s->bytes;
+      break;
+    case SPAN_FREE:
+      w->free_runs++;
+      w->free_bytes += s->bytes;
+      w->free_dirty_bytes += s->dirty_n;
+      break;
+    default:
+      break;
+  }
+}
+
+void heap_walk(heap_walk_t *w) {
+  memset(w, 0, sizeof *w);
+  if (!atomic_load(&lithe_initialized)) return;
+  pages_walk(walk_span, w);
+  /* blocks in the heaps' bins count as used by their spans, but are free */
+  uint64_t binned[NCLASSES];
+  heaps_binned(binned);
+  for (unsigned c = 1; c < NCLASSES; c++) {
+    uint64_t n = binned[c] < w->cls[c].blocks_live ? binned[c] : w->cls[c].blocks_live;
+    w->cls[c].blocks_live -= n;
+    w->cls[c].blocks_free += n;
+    w->small_live_bytes -= n * class_size[c];
+    w->small_free_bytes += n * class_size[c];
+  }
+}
+
 LITHE_API void lithe_stats_get(lithe_stats_t *out) {
   memset(out, 0, sizeof *out);
   out->reserved = atomic_load(&os_stats.reserved);

@@ -42,8 +42,11 @@ static inline lithe_heap_t *of_heap(heap_t *h) {
   return (lithe_heap_t *)((char *)h - offsetof(lithe_heap_t, h));
 }
 
+static void userheap_large_forget(span_t *s);
+
 LITHE_API lithe_heap_t *lithe_heap_new(void) {
   lithe_process_init();
+  large_owner_forget = userheap_large_forget; /* (before its first large object) */
   pthread_mutex_lock(&pool_lock);
   lithe_heap_t *u = pool;
   if (u) pool = u->next_pool;
@@ -105,8 +108,8 @@ static void *large_of(lithe_heap_t *u, size_t n, size_t align, bool zero) {
   return lt_vg_malloced(p, zero);
 }
 
-/* large.c: free() of one of them */
-void userheap_large_forget(span_t *s) {
+/* free() of one of them (large.c, large_owner_forget) */
+static void userheap_large_forget(span_t *s) {
   lithe_heap_t *u = of_heap(atomic_load_explicit(&s->owner, memory_order_relaxed));
   pthread_mutex_lock(&u->large_lock);
   list_remove(&u->large, s);
