@@ -21,6 +21,7 @@ static void process_init(void) {
   pages_init();
   heap_key_init();
   large_init(); /* (after the heap's key: lithe's first key stays key 0) */
+  options_report(); /* (LITHE_VERBOSE: after every layer has read its own) */
 #if LITHE_SECURE
   os_random(&lithe_link.secret, sizeof lithe_link.secret); /* before any block is linked */
   span_secure_init(); /* the carve's window orders, from the secret */
@@ -45,7 +46,4 @@ void lithe_process_init(void) {
 
 /* At load time (before main, and before the constructors of the program
  * and of libraries loaded after lithe), unless an allocation came first. */
-__attribute__((constructor)) static void lithe_load(void) {
-  lithe_process_init();
-  purger_start(); /* (here only: never inside an allocation call) */
-}
+__attribute__((constructor)) static void lithe_load(void) { lithe_process_init(); }

@@ -576,16 +576,25 @@ typedef struct arena_s {
 typedef struct options_s {
   size_t arena_size;
   long purge_delay_ms;
-  bool purge_thread;
+  uint8_t purge_thread;     /* LITHE_PURGE_THREAD: PURGE_THREAD_OFF, _ON or _AUTO (purge.c) */
   bool hugepages;            /* LITHE_HUGEPAGES: big blocks on huge pages (large.c) */
   bool on_error_ignore;
   uint8_t show_stats;     /* LITHE_SHOW_STATS: 0, STATS_TEXT or STATS_JSON */
   bool verbose;
 } options_t;
 enum { STATS_TEXT = 1, STATS_JSON = 2 };
+enum { PURGE_THREAD_OFF = 0, PURGE_THREAD_ON = 1, PURGE_THREAD_AUTO = 2 };
 extern options_t lithe_opt INTERNAL;
 void options_init(void) INTERNAL;
-size_t options_parse_size(const char *v) INTERNAL; /* "64m" -> bytes; 0 on error */
+/* one parser for every option (options.c): a refused value is said on
+ * stderr with what is used instead, and *val keeps its default */
+const char *option_get(const char *name) INTERNAL;
+void option_refuse(const char *name, const char *value, const char *why, const char *instead) INTERNAL;
+bool option_size(const char *name, size_t *val, size_t min, size_t max, const char *instead) INTERNAL;
+bool option_ms(const char *name, long *val, long min, long max) INTERNAL;
+bool option_bool(const char *name, bool *val) INTERNAL;
+bool option_enum(const char *name, int *val, const char *const *words, int n) INTERNAL;
+void options_report(void) INTERNAL; /* LITHE_VERBOSE: once every layer has read its options */
 __attribute__((noreturn)) void lithe_fatal(const char *msg) INTERNAL;
 void lithe_report(const char *op, const void *p, const char *what) INTERNAL;
 void lithe_warn(const char *msg, size_t value) INTERNAL;
@@ -813,7 +822,8 @@ uint64_t purge_lead_ms(void) INTERNAL;
 size_t purge_runs(uint64_t now, uint64_t by, bool force, size_t keep) INTERNAL;
 
 /* purge.c */
-void purger_start(void) INTERNAL; /* lithe's constructor only */
+typedef int (*purger_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+void purger_start(purger_create_fn create) INTERNAL; /* never inside an allocation call */
 void pages_init(void) INTERNAL;
 size_t pages_arena_count(void) INTERNAL;
 size_t pages_purged_bytes(void) INTERNAL;

@@ -80,9 +80,7 @@ static size_t limit_along(const char *root, const char *sub, const char *cg, siz
   }
 }
 
-static size_t cgroup_limit(void) {
-  const char *root = secure_getenv("LITHE_CGROUP_ROOT");
-  if (!root || !*root) root = "/sys/fs/cgroup";
+static size_t cgroup_limit(const char *root) {
   char buf[4096];
   int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
@@ -117,17 +115,21 @@ static size_t cgroup_limit(void) {
 }
 
 void limit_init(void) {
-  const char *v = secure_getenv("LITHE_MEMORY_LIMIT");
-  if (v && *v) {
-    size_t n = options_parse_size(v);
-    if (n == 0 && strcmp(v, "0") != 0)
-      lithe_warn("LITHE_MEMORY_LIMIT must be a size like 512m (0: none); ignored, got bytes", 0);
-    limit_bytes = n;
-  } else {
-    limit_bytes = cgroup_limit();
+  const char *root = option_get("LITHE_CGROUP_ROOT");
+  if (root && !*root) option_refuse("LITHE_CGROUP_ROOT", root, "empty", "/sys/fs/cgroup");
+  if (!root || !*root) root = "/sys/fs/cgroup";
+  /* 0: no limit; below a page a limit would refuse everything, and its
+   * 90 % pressure mark would round to 0 (none) */
+  size_t n = 0;
+  bool set = option_size("LITHE_MEMORY_LIMIT", &n, 0, SIZE_MAX, "the cgroup's limit");
+  if (set && n && n < os_page_size()) {
+    option_refuse("LITHE_MEMORY_LIMIT", option_get("LITHE_MEMORY_LIMIT"), "below one page", "the cgroup's limit");
+    set = false;
   }
-  v = secure_getenv("LITHE_MEMORY_LIMIT_HARD");
-  limit_hard = limit_bytes && v && v[0] == '1';
+  limit_bytes = set ? n : cgroup_limit(root);
+  bool hard = false;
+  option_bool("LITHE_MEMORY_LIMIT_HARD", &hard);
+  limit_hard = limit_bytes && hard;
   limit_pressure_at = limit_bytes / 10 * 9;
   lt_assert_cmp(limit_pressure_at, <=, limit_bytes); /* 0 both without a limit */
   if (lithe_opt.verbose && limit_bytes) lithe_warn("memory limit, bytes", limit_bytes);

@@ -199,7 +199,13 @@
 #define fmt_dec            _lithe_fmt_dec
 #define fmt_hex            _lithe_fmt_hex
 #define options_init       _lithe_options_init
-#define options_parse_size _lithe_options_parse_size
+#define option_get         _lithe_option_get
+#define option_refuse      _lithe_option_refuse
+#define option_size        _lithe_option_size
+#define option_ms          _lithe_option_ms
+#define option_bool        _lithe_option_bool
+#define option_enum        _lithe_option_enum
+#define options_report     _lithe_options_report
 #define out_dec            _lithe_out_dec
 #define out_flush          _lithe_out_flush
 #define out_hex            _lithe_out_hex

@@ -16,69 +16,243 @@ options_t lithe_opt = {
                              before giving back: a page fault costs
                              13-16 us per 4 KiB page on the machines
                              lithe is measured on */
-  .purge_thread = false, /* purge.c: off, none imposed */
+  .purge_thread = PURGE_THREAD_AUTO, /* purge.c: with the program's first thread */
   .on_error_ignore = false,
   .show_stats = 0,
   .verbose = false,
 };
 
-static bool env_true(const char *v) {
-  return v && (v[0] == '1' || v[0] == 'y' || v[0] == 'Y' || v[0] == 't' || v[0] == 'T');
+/* Every option, in the order LITHE_VERBOSE prints them; the bits of
+ * from_env and refused_mask follow it.  docs/options.md lists each with
+ * its default, range and reason (the options_doc test keeps the two
+ * equal). */
+enum {
+  OPT_ARENA_SIZE, OPT_PURGE_DELAY, OPT_PURGE_THREAD, OPT_HUGEPAGES, OPT_ON_ERROR, OPT_SHOW_STATS,
+  OPT_VERBOSE, OPT_OWN, /* the options above are this file's; those below are read by */
+  OPT_PROF = OPT_OWN,   /* the profiler and the memory limit, at their own set-up */
+  OPT_PROF_SAMPLE, OPT_PROF_PREFIX, OPT_PROF_PEAK, OPT_PROF_UNWIND, OPT_LEAKS, OPT_MEMORY_LIMIT,
+  OPT_MEMORY_LIMIT_HARD, OPT_CGROUP_ROOT, OPT_COUNT
+};
+static const char *const option_names[OPT_COUNT] = {
+    "LITHE_ARENA_SIZE", "LITHE_PURGE_DELAY_MS", "LITHE_PURGE_THREAD", "LITHE_HUGEPAGES",
+    "LITHE_ON_ERROR", "LITHE_SHOW_STATS", "LITHE_VERBOSE", "LITHE_PROF", "LITHE_PROF_SAMPLE",
+    "LITHE_PROF_PREFIX", "LITHE_PROF_PEAK", "LITHE_PROF_UNWIND", "LITHE_LEAKS",
+    "LITHE_MEMORY_LIMIT", "LITHE_MEMORY_LIMIT_HARD", "LITHE_CGROUP_ROOT"};
+/* the defaults of the options read elsewhere, as LITHE_VERBOSE prints them */
+static const char *const other_defaults[OPT_COUNT - OPT_OWN] = {
+    "0", "512k", "lithe", "0", "fast", "0", "cgroup", "0", "/sys/fs/cgroup"};
+static unsigned from_env;     /* bit OPT_x: the environment set it   */
+static unsigned refused_mask; /* bit OPT_x: its value was refused    */
+
+static void write_all(const char *s, size_t n);
+static void cat(char *buf, size_t *len, size_t cap, const char *s);
+
+/* ---- one parser for every option ---------------------------------------
+ * Every LITHE_* value is read by one of these, here and in the profiler
+ * and the memory limit: a size, a duration, a boolean, a word from a
+ * list.  A refused value is said on stderr, always (not only with
+ * LITHE_VERBOSE), with the value as given, why, and what is used
+ * instead, and the option keeps its default: a wrong value never changes
+ * behaviour silently.  secure_getenv: in a setuid / setgid or
+ * capability-raising program the options are not the caller's to set
+ * (LITHE_ON_ERROR=ignore would let them run on past a detected double
+ * free); they read as unset there. */
+
+static int option_index(const char *name) {
+  for (int i = 0; i < OPT_COUNT; i++)
+    if (!strcmp(option_names[i], name)) return i;
+  return -1;
 }
 
-/* "64m", "4194304", "1g" -> bytes; 0 on error */
-size_t options_parse_size(const char *v) {
-  char *end;
-  unsigned long long n = strtoull(v, &end, 10);
-  switch (*end) {
-    case 'k': case 'K': n <<= 10; end++; break;
-    case 'm': case 'M': n <<= 20; end++; break;
-    case 'g': case 'G': n <<= 30; end++; break;
-    default: break;
-  }
-  if (*end == 'b' || *end == 'B') end++;
-  if (*end != '\0') return 0;
-  return (size_t)n;
-}
-
-/* secure_getenv: in a setuid / setgid or capability-raising program the
- * options are not the caller's to set (LITHE_ON_ERROR=ignore would let
- * them run on past a detected double free); they read as unset there.
- * Every option is listed, with its default, range and the reason for the
- * default, in docs/options.md (the options_doc test keeps the two equal). */
-enum { OPT_ARENA_SIZE, OPT_PURGE_DELAY, OPT_PURGE_THREAD, OPT_HUGEPAGES, OPT_ON_ERROR, OPT_SHOW_STATS, OPT_VERBOSE, OPT_COUNT };
-static unsigned from_env;  /* bit OPT_x: the value came from the environment */
-static unsigned rejected;  /* bit OPT_x: the environment's value was refused  */
-
-static const char *env(const char *name, unsigned opt) {
+const char *option_get(const char *name) {
   const char *v = secure_getenv(name);
-  if (v) from_env |= 1u << opt;
+  int i = option_index(name);
+  lt_assert(i >= 0); /* every option is in option_names */
+  if (v && i >= 0) from_env |= 1u << i;
   return v;
 }
 
-static void options_print(void);
+void option_refuse(const char *name, const char *value, const char *why, const char *instead) {
+  char buf[512];
+  size_t len = 0;
+  int i = option_index(name);
+  if (i >= 0) refused_mask |= 1u << i;
+  cat(buf, &len, sizeof buf, "lithe: ");
+  cat(buf, &len, sizeof buf, name);
+  cat(buf, &len, sizeof buf, "=");
+  cat(buf, &len, sizeof buf, value);
+  cat(buf, &len, sizeof buf, " refused (");
+  cat(buf, &len, sizeof buf, why);
+  cat(buf, &len, sizeof buf, "); using ");
+  cat(buf, &len, sizeof buf, instead);
+  cat(buf, &len, sizeof buf, "\n");
+  write_all(buf, len);
+}
+
+/* "4096", "512k", "64m", "64MiB", "1g", "2T" -> bytes: no sign, no
+ * fraction, no other suffix, no overflow. */
+static bool parse_size(const char *v, uint64_t *out) {
+  uint64_t n = 0;
+  const char *p = v;
+  if (*p < '0' || *p > '9') return false;
+  for (; *p >= '0' && *p <= '9'; p++) {
+    if (n > (UINT64_MAX - 9) / 10) return false;
+    n = n * 10 + (uint64_t)(*p - '0');
+  }
+  unsigned shift = 0;
+  switch (*p) {
+    case 'k': case 'K': shift = 10; break;
+    case 'm': case 'M': shift = 20; break;
+    case 'g': case 'G': shift = 30; break;
+    case 't': case 'T': shift = 40; break;
+    default: break;
+  }
+  if (shift) {
+    p++;
+    if (*p == 'i' && (p[1] == 'B' || p[1] == 'b')) p += 2;
+  }
+  if (*p == 'b' || *p == 'B') p++;
+  if (*p != '\0' || (shift && n > (UINT64_MAX >> shift))) return false;
+  *out = n << shift;
+  return true;
+}
+
+/* 1/0, y/n, yes/no, t/f, true/false, on/off, in any case. */
+static bool parse_bool(const char *v, bool *out) {
+  static const char *const yes[] = {"1", "y", "yes", "t", "true", "on"};
+  static const char *const no[] = {"0", "n", "no", "f", "false", "off"};
+  for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+    if (!strcasecmp(v, yes[i])) { *out = true; return true; }
+    if (!strcasecmp(v, no[i])) { *out = false; return true; }
+  }
+  return false;
+}
+
+bool option_size(const char *name, size_t *val, size_t min, size_t max, const char *instead) {
+  const char *v = option_get(name);
+  if (!v) return false;
+  char dflt[24];
+  if (!instead) {
+    fmt_dec(dflt, *val);
+    instead = dflt;
+  }
+  uint64_t n;
+  if (!parse_size(v, &n)) option_refuse(name, v, "not a size like 4096, 512k, 64m or 1g", instead);
+  else if (n < min) option_refuse(name, v, "below the smallest allowed", instead);
+  else if (n > max) option_refuse(name, v, "above the largest allowed", instead);
+  else {
+    *val = (size_t)n;
+    return true;
+  }
+  return false;
+}
+
+bool option_ms(const char *name, long *val, long min, long max) {
+  const char *v = option_get(name);
+  if (!v) return false;
+  char dflt[24];
+  if (*val < 0) {
+    dflt[0] = '-';
+    fmt_dec(dflt + 1, (uint64_t)-*val);
+  } else {
+    fmt_dec(dflt, (uint64_t)*val);
+  }
+  const char *p = v + (*v == '-');
+  uint64_t n = 0;
+  bool ok = *p >= '0' && *p <= '9';
+  for (; ok && *p >= '0' && *p <= '9'; p++) {
+    n = n * 10 + (uint64_t)(*p - '0');
+    if (n > ((uint64_t)1 << 40)) ok = false;
+  }
+  if (ok && p[0] == 's' && p[1] == '\0') n *= 1000;
+  else if (ok && !(p[0] == '\0' || (p[0] == 'm' && p[1] == 's' && p[2] == '\0'))) ok = false;
+  long ms = *v == '-' ? -(long)n : (long)n;
+  if (!ok) option_refuse(name, v, "not a duration like 1000, 250ms or 2s", dflt);
+  else if (ms < min) option_refuse(name, v, "below the smallest allowed", dflt);
+  else if (ms > max) option_refuse(name, v, "above the largest allowed", dflt);
+  else {
+    *val = ms;
+    return true;
+  }
+  return false;
+}
+
+bool option_bool(const char *name, bool *val) {
+  const char *v = option_get(name);
+  if (!v) return false;
+  if (parse_bool(v, val)) return true;
+  option_refuse(name, v, "not one of 1, 0, yes, no, true, false, on, off", *val ? "1" : "0");
+  return false;
+}
+
+bool option_enum(const char *name, int *val, const char *const *words, int n) {
+  const char *v = option_get(name);
+  if (!v) return false;
+  for (int i = 0; i < n; i++)
+    if (!strcasecmp(v, words[i])) {
+      *val = i;
+      return true;
+    }
+  char why[160];
+  size_t len = 0;
+  cat(why, &len, sizeof why, "not one of");
+  for (int i = 0; i < n; i++) {
+    cat(why, &len, sizeof why, i ? ", " : " ");
+    cat(why, &len, sizeof why, words[i]);
+  }
+  option_refuse(name, v, why, words[*val]);
+  return false;
+}
+
+/* A word from a list, or a boolean for its first two words (off, on). */
+static void option_mode(const char *name, int *val, const char *const *words, int n) {
+  const char *v = option_get(name);
+  bool b;
+  if (!v) return;
+  for (int i = 0; i < n; i++)
+    if (!strcasecmp(v, words[i])) {
+      *val = i;
+      return;
+    }
+  if (parse_bool(v, &b)) {
+    *val = b;
+    return;
+  }
+  char why[160];
+  size_t len = 0;
+  cat(why, &len, sizeof why, "not 0, 1");
+  for (int i = 2; i < n; i++) {
+    cat(why, &len, sizeof why, ", ");
+    cat(why, &len, sizeof why, words[i]);
+  }
+  option_refuse(name, v, why, words[*val]);
+}
+
+
+static const char *const purge_thread_words[] = {"0", "1", "auto"};
+static const char *const show_stats_words[] = {"0", "1", "json"};
+static const char *const on_error_words[] = {"abort", "ignore"};
 
 void options_init(void) {
-  const char *v;
-  lithe_opt.verbose = env_true(env("LITHE_VERBOSE", OPT_VERBOSE));
-  if ((v = env("LITHE_SHOW_STATS", OPT_SHOW_STATS)) != NULL)
-    lithe_opt.show_stats = strcmp(v, "json") == 0 ? STATS_JSON : env_true(v) ? STATS_TEXT : 0;
-  if ((v = env("LITHE_ON_ERROR", OPT_ON_ERROR)) != NULL)
-    lithe_opt.on_error_ignore = (strcmp(v, "ignore") == 0);
-  if ((v = env("LITHE_ARENA_SIZE", OPT_ARENA_SIZE)) != NULL) {
-    size_t n = options_parse_size(v);
-    if (n >= ARENA_MIN && n <= ARENA_MAX && (n & (n - 1)) == 0) {
-      lithe_opt.arena_size = n;
-    } else {
-      rejected |= 1u << OPT_ARENA_SIZE;
-      lithe_warn("LITHE_ARENA_SIZE must be a power of two from 4m to 1g; using the default, bytes",
-                 ARENA_DEFAULT);
-    }
+  option_bool("LITHE_VERBOSE", &lithe_opt.verbose);
+  int mode = lithe_opt.show_stats;
+  option_mode("LITHE_SHOW_STATS", &mode, show_stats_words, 3);
+  lithe_opt.show_stats = mode;
+  mode = lithe_opt.on_error_ignore;
+  option_enum("LITHE_ON_ERROR", &mode, on_error_words, 2);
+  lithe_opt.on_error_ignore = mode == 1;
+  size_t arena = lithe_opt.arena_size;
+  if (option_size("LITHE_ARENA_SIZE", &arena, ARENA_MIN, ARENA_MAX, NULL)) {
+    char dflt[24];
+    fmt_dec(dflt, lithe_opt.arena_size);
+    if (arena & (arena - 1)) option_refuse("LITHE_ARENA_SIZE", option_get("LITHE_ARENA_SIZE"), "not a power of two", dflt);
+    else lithe_opt.arena_size = arena;
   }
-  if ((v = env("LITHE_PURGE_DELAY_MS", OPT_PURGE_DELAY)) != NULL) lithe_opt.purge_delay_ms = strtol(v, NULL, 10);
-  if ((v = env("LITHE_PURGE_THREAD", OPT_PURGE_THREAD)) != NULL) lithe_opt.purge_thread = env_true(v);
-  if ((v = env("LITHE_HUGEPAGES", OPT_HUGEPAGES)) != NULL) lithe_opt.hugepages = env_true(v);
-  if (lithe_opt.verbose) options_print();
+  option_ms("LITHE_PURGE_DELAY_MS", &lithe_opt.purge_delay_ms, -1, 24L * 3600 * 1000);
+  mode = lithe_opt.purge_thread;
+  option_mode("LITHE_PURGE_THREAD", &mode, purge_thread_words, 3);
+  lithe_opt.purge_thread = mode;
+  option_bool("LITHE_HUGEPAGES", &lithe_opt.hugepages);
 }
 
 /* ---- formatting without malloc ----------------------------------------- */
@@ -157,56 +331,43 @@ void lithe_warn(const char *msg, size_t value) {
   write_all(buf, len);
 }
 
-/* LITHE_VERBOSE=1: every option, its value and where the value came from:
+/* LITHE_VERBOSE=1: every option, its value and where the value came from,
+ * once every layer has read its own (init.c):
  *   lithe: option LITHE_ARENA_SIZE=67108864 (default)
  *   lithe: option LITHE_PURGE_DELAY_MS=0 (environment)
- *   lithe: option LITHE_ARENA_SIZE=67108864 (default; the environment's value was refused) */
-/* Options other layers read themselves (prof.c, limit.c), at their own
- * start-up: printed with the environment's text, or the default they
- * document (docs/options.md lists them too). */
-static const char *const other_opts[][2] = {
-    {"LITHE_PROF", "0"},          {"LITHE_PROF_SAMPLE", "512k"},      {"LITHE_PROF_PREFIX", "lithe"},
-    {"LITHE_PROF_PEAK", "0"},     {"LITHE_PROF_UNWIND", "fast"},      {"LITHE_LEAKS", "0"},
-    {"LITHE_MEMORY_LIMIT", "cgroup"},
-    {"LITHE_MEMORY_LIMIT_HARD", "0"}, {"LITHE_CGROUP_ROOT", "/sys/fs/cgroup"},
-};
-
-static void options_print(void) {
-  for (size_t i = 0; i < sizeof other_opts / sizeof other_opts[0]; i++) {
-    char buf[320];
-    size_t len = 0;
-    const char *v = secure_getenv(other_opts[i][0]);
-    cat(buf, &len, sizeof buf, "lithe: option ");
-    cat(buf, &len, sizeof buf, other_opts[i][0]);
-    cat(buf, &len, sizeof buf, "=");
-    cat(buf, &len, sizeof buf, v ? v : other_opts[i][1]);
-    cat(buf, &len, sizeof buf, v ? " (environment)\n" : " (default)\n");
-    write_all(buf, len);
-  }
-  static const char *const names[OPT_COUNT] = {"LITHE_ARENA_SIZE", "LITHE_PURGE_DELAY_MS",
-                                               "LITHE_PURGE_THREAD", "LITHE_HUGEPAGES", "LITHE_ON_ERROR",
-                                               "LITHE_SHOW_STATS", "LITHE_VERBOSE"};
-  for (unsigned i = 0; i < OPT_COUNT; i++) {
-    char buf[160], num[24];
+ *   lithe: option LITHE_ARENA_SIZE=67108864 (default; the environment's value was refused)
+ * The options other layers read are shown as the environment gave them. */
+void options_report(void) {
+  if (!lithe_opt.verbose) return;
+  for (int i = 0; i < OPT_COUNT; i++) {
+    char buf[320], num[24];
     const char *val = num;
     size_t len = 0;
     switch (i) {
       case OPT_ARENA_SIZE: fmt_dec(num, lithe_opt.arena_size); break;
       case OPT_PURGE_DELAY:
-        if (lithe_opt.purge_delay_ms < 0) { num[0] = '-'; fmt_dec(num + 1, (uint64_t)-lithe_opt.purge_delay_ms); }
-        else fmt_dec(num, (uint64_t)lithe_opt.purge_delay_ms);
+        if (lithe_opt.purge_delay_ms < 0) {
+          num[0] = '-';
+          fmt_dec(num + 1, (uint64_t)-lithe_opt.purge_delay_ms);
+        } else {
+          fmt_dec(num, (uint64_t)lithe_opt.purge_delay_ms);
+        }
         break;
-      case OPT_PURGE_THREAD: val = lithe_opt.purge_thread ? "1" : "0"; break;
+      case OPT_PURGE_THREAD: val = purge_thread_words[lithe_opt.purge_thread]; break;
       case OPT_HUGEPAGES: val = lithe_opt.hugepages ? "1" : "0"; break;
-      case OPT_ON_ERROR: val = lithe_opt.on_error_ignore ? "ignore" : "abort"; break;
-      case OPT_SHOW_STATS: val = lithe_opt.show_stats == STATS_JSON ? "json" : lithe_opt.show_stats ? "1" : "0"; break;
-      default: val = lithe_opt.verbose ? "1" : "0"; break;
+      case OPT_ON_ERROR: val = on_error_words[lithe_opt.on_error_ignore]; break;
+      case OPT_SHOW_STATS: val = show_stats_words[lithe_opt.show_stats]; break;
+      case OPT_VERBOSE: val = "1"; break;
+      default: {
+        const char *v = secure_getenv(option_names[i]);
+        val = v && !(refused_mask & (1u << i)) ? v : other_defaults[i - OPT_OWN];
+      }
     }
     cat(buf, &len, sizeof buf, "lithe: option ");
-    cat(buf, &len, sizeof buf, names[i]);
+    cat(buf, &len, sizeof buf, option_names[i]);
     cat(buf, &len, sizeof buf, "=");
     cat(buf, &len, sizeof buf, val);
-    cat(buf, &len, sizeof buf, rejected & (1u << i) ? " (default; the environment's value was refused)\n"
+    cat(buf, &len, sizeof buf, refused_mask & (1u << i) ? " (default; the environment's value was refused)\n"
                                : from_env & (1u << i) ? " (environment)\n" : " (default)\n");
     write_all(buf, len);
   }

@@ -137,3 +137,53 @@ LITHE_API void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a) { (void)a; lt
 LITHE_API void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a) { (void)a; lt_free_sized(p, n); }
 LITHE_API void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const nothrow_t *t) { (void)a; (void)t; lt_free(p); }
 LITHE_API void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const nothrow_t *t) { (void)a; (void)t; lt_free(p); }
+
+/* ---- pthread_create: where the purge thread starts -------------------- */
+/* Never inside an allocation call (purge.c).  LITHE_PURGE_THREAD=1 starts
+ * it when the library loads; =auto (the default) at the program's first
+ * pthread_create: a program that runs threads is multi-threaded already,
+ * so the thread takes no single-thread fast path from it, and the
+ * program's own call is a place where making a thread is safe.  Not in the
+ * sanitizer builds, whose runtimes define pthread_create themselves. */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define LITHE_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define LITHE_SANITIZED 1
+#endif
+
+#ifdef LITHE_SANITIZED
+static purger_create_fn libc_pthread_create(void) { return pthread_create; }
+#else
+/* libc's own, not the next definition: that may be another lithe's */
+static purger_create_fn libc_pthread_create(void) {
+  static purger_create_fn _Atomic real;
+  purger_create_fn f = atomic_load_explicit(&real, memory_order_relaxed);
+  if (f) return f;
+  void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  if (libc) {
+    f = (purger_create_fn)dlsym(libc, "pthread_create");
+    dlclose(libc);
+  }
+  if (!f) f = (purger_create_fn)dlsym(RTLD_NEXT, "pthread_create");
+  atomic_store_explicit(&real, f, memory_order_relaxed);
+  return f;
+}
+
+LITHE_API int pthread_create(pthread_t *restrict t, const pthread_attr_t *restrict attr, void *(*fn)(void *),
+                             void *restrict arg) {
+  purger_create_fn f = libc_pthread_create();
+  if (!f) return EAGAIN;
+  int rc = f(t, attr, fn, arg);
+  lithe_process_init(); /* (the options, if no allocation came first) */
+  if (rc == 0 && lithe_opt.purge_thread == PURGE_THREAD_AUTO) purger_start(f);
+  return rc;
+}
+#endif
+
+__attribute__((constructor)) static void purger_at_load(void) {
+  lithe_process_init();
+  if (lithe_opt.purge_thread == PURGE_THREAD_ON) purger_start(libc_pthread_create());
+}

@@ -871,19 +871,23 @@ static void leak_report(void) {
  * write profiles where its caller says */
 void prof_init(void) {
   prof_sampled_malloc = prof_malloc; /* (heap.c: a thread's first block) */
-  const char *v;
-  if ((v = secure_getenv("LITHE_PROF")) != NULL) prof_mode = v[0] == '1' ? PROF_SAMPLE : PROF_OFF;
-  if ((v = secure_getenv("LITHE_LEAKS")) != NULL && v[0] == '1') prof_mode = PROF_LEAKS;
+  bool on = false, leak = false;
+  option_bool("LITHE_PROF", &on);
+  option_bool("LITHE_LEAKS", &leak);
+  if (on && leak)
+    option_refuse("LITHE_PROF", option_get("LITHE_PROF"),
+                  "with LITHE_LEAKS=1 a run records every block for the leak report, not a sampled profile",
+                  "the leak report only");
+  size_t rate = prof_rate;
+  if (option_size("LITHE_PROF_SAMPLE", &rate, 1, (size_t)1 << 40, NULL)) prof_rate = rate;
+  const char *v = option_get("LITHE_PROF_PREFIX");
+  if (v && !*v) option_refuse("LITHE_PROF_PREFIX", v, "empty", prof_prefix);
+  else if (v) prof_prefix = v;
+  option_bool("LITHE_PROF_PEAK", &prof_peak);
+  static const char *const unwind_words[] = {"fast", "check", "libgcc"}; /* (UNWIND_*) */
+  option_enum("LITHE_PROF_UNWIND", &unwind_mode, unwind_words, 3);
+  prof_mode = leak ? PROF_LEAKS : on ? PROF_SAMPLE : PROF_OFF;
   if (prof_mode == PROF_OFF) return;
-  if ((v = secure_getenv("LITHE_PROF_SAMPLE")) != NULL) {
-    size_t n = options_parse_size(v);
-    if (n) prof_rate = n;
-    else lithe_warn("LITHE_PROF_SAMPLE must be a size like 512k; using the default, bytes", prof_rate);
-  }
-  if ((v = secure_getenv("LITHE_PROF_PREFIX")) != NULL && *v) prof_prefix = v;
-  prof_peak = (v = secure_getenv("LITHE_PROF_PEAK")) != NULL && v[0] == '1';
-  if ((v = secure_getenv("LITHE_PROF_UNWIND")) != NULL)
-    unwind_mode = !strcmp(v, "check") ? UNWIND_CHECK : !strcmp(v, "libgcc") ? UNWIND_LIBGCC : UNWIND_FAST;
   atomic_store(&peak_next, 16 * prof_rate);
   os_random(&rng_seed, sizeof rng_seed);
   rng_seed ^= (uintptr_t)&rng_seed; /* differs by run (ASLR) if getrandom failed */

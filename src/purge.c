@@ -66,41 +66,46 @@ static void *purger_main(void *arg) {
   return NULL;
 }
 
-/* Start the purge thread, from lithe's constructor only (never from an
- * allocation call: see above).  With LITHE_PURGE_THREAD=1 and
- * a delay above 0 (0 purges at once, -1 never); never in the valgrind
- * build (glibc's malloc'ed TLS vector of a live thread reads as possibly
- * lost).  If it cannot start, the calls purge as without it. */
-void purger_start(void) {
-  if (!lithe_opt.purge_thread || lithe_opt.purge_delay_ms <= 0 || LITHE_VALGRIND || purger_running) return;
+/* Start the purge thread, never from an allocation call (see above):
+ * LITHE_PURGE_THREAD=1 from lithe's constructor, =auto (the default) from
+ * the program's first pthread_create (override.c), with `create`, the
+ * pthread_create that call reached.  Only with a delay above 0 (0 purges
+ * at once, -1 never), never in the valgrind build (glibc's malloc'ed TLS
+ * vector of a live thread reads as possibly lost), once per process (a
+ * forked child may start its own).  If it cannot start, the calls purge
+ * as without it. */
+void purger_start(purger_create_fn create) {
+  if (lithe_opt.purge_delay_ms <= 0 || LITHE_VALGRIND || atomic_load(&purger_running)) return;
+  pthread_mutex_lock(&pages_lock);
+  bool mine = !purger_running;
+  if (mine) {
+    purger_init();
+    purger_running = true; /* (before it runs: frees from now on signal it) */
+  }
+  pthread_mutex_unlock(&pages_lock);
+  if (!mine) return;
   size_t guard = os_page_size();
   char *r = os_reserve(guard + PURGER_STACK, 0, 0);
-  if (!r) return;
-  if (!os_commit(r + guard, PURGER_STACK)) {
-    os_release(r, guard + PURGER_STACK);
-    return;
+  int rc = r && os_commit(r + guard, PURGER_STACK) ? 0 : ENOMEM;
+  if (rc == 0) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstack(&attr, r + guard, PURGER_STACK);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread starts with all blocked */
+    pthread_t tid;
+    int saved = errno;
+    rc = create(&tid, &attr, purger_main, NULL);
+    errno = saved;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
   }
-  purger_init();
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstack(&attr, r + guard, PURGER_STACK);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread starts with all blocked */
-  pthread_mutex_lock(&pages_lock);
-  purger_running = true; /* (before it runs: frees from now on signal it) */
-  pthread_mutex_unlock(&pages_lock);
-  pthread_t tid;
-  int saved = errno;
-  int rc = pthread_create(&tid, &attr, purger_main, NULL);
-  errno = saved;
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  pthread_attr_destroy(&attr);
   if (rc != 0) {
     pthread_mutex_lock(&pages_lock);
     purger_running = false;
     pthread_mutex_unlock(&pages_lock);
-    os_release(r, guard + PURGER_STACK);
+    if (r) os_release(r, guard + PURGER_STACK);
   }
 }

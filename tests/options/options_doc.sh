@@ -15,7 +15,7 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 fail() { echo "FAIL: $*"; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
-grep -oh '\(secure_getenv\|[^_]env\)("LITHE_[A-Z_]*"' "$src"/src/*.c | sed 's/.*("//; s/"//' | sort -u >"$tmp/code"
+grep -oh '\(secure_getenv\|option_[a-z]*\|[^_]env\)("LITHE_[A-Z_]*"' "$src"/src/*.c | sed 's/.*("//; s/"//' | sort -u >"$tmp/code"
 sed -n 's/^| `\(LITHE_[A-Z_]*\)` | `\([^`]*\)`.*/\1 \2/p' "$src/docs/options.md" | sort >"$tmp/doc"
 cut -d' ' -f1 "$tmp/doc" >"$tmp/docnames"
 echo "src/ reads: $(tr '\n' ' ' <"$tmp/code")"

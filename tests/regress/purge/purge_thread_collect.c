@@ -1,15 +1,19 @@
-/* purge_thread_collect — the purge thread is started at load or never.
+/* purge_thread_collect — the purge thread starts at load, at the
+ * program's first pthread_create, or never; never inside malloc or free.
  *
  * No thread may be started or joined inside an allocation call (glibc
  * holds locks around its own free calls that pthread_create and
- * pthread_join take: regress_purge_join_hang).  So, by default, freeing
- * 32 MiB of page runs and going quiet leaves the process with one thread,
- * and the calls that follow purge what waited.  With LITHE_PURGE_THREAD=1
- * the thread is there before the first allocation of main, stays through
+ * pthread_join take: regress_purge_join_hang).  So with
+ * LITHE_PURGE_THREAD=0, and by default (auto) in a program that makes no
+ * thread, freeing 32 MiB of page runs and going quiet leaves the process
+ * with one thread, and the calls that follow purge what waited.  With
+ * LITHE_PURGE_THREAD=1 the thread is there before main; by default it
+ * comes with the program's first pthread_create.  Then it stays through
  * lithe_collect(true) (which purges everything itself and joins nothing),
  * and purges a quiet program's 32 MiB within the delay + 3 s, three times
- * over.  The test runs itself in two children, one for each setting. */
+ * over.  The test runs itself in four children, one for each case. */
 #include "testutil.h"
+#include <pthread.h>
 
 static void churn(void) {
   tu_free_32mib_of_runs();
@@ -27,7 +31,16 @@ static long purged_within(long rss_freed, long ms) {
   return rss;
 }
 
-static int child(bool on) {
+static void *nothing(void *arg) { return arg; }
+
+static int child(const char *mode) {
+  bool threaded = !strcmp(mode, "auto-threaded"), on = threaded || !strcmp(mode, "on");
+  if (threaded) { /* the program's first thread: the purge thread comes with it */
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, nothing, NULL) == 0);
+    CHECK(pthread_join(t, NULL) == 0);
+    for (int i = 0; i < 100 && tu_status_kb("Threads") != 2; i++) tu_sleep_ms(10);
+  }
   long delay = tu_purge_delay_ms(), want = on ? 2 : 1;
   CHECKF(tu_status_kb("Threads") == want, "Threads: %ld at the start of main", tu_status_kb("Threads"));
   for (int round = 0; round < 3; round++) {
@@ -54,25 +67,28 @@ static int child(bool on) {
     CHECKF(rss < rss_freed - 16 * 1024, "RssAnon %ld -> %ld kB: a call past the delay purged nothing",
            rss_freed, rss);
   }
-  printf("purge thread %s: ok\n", on ? "on" : "off");
+  printf("purge thread, %s: ok\n", mode);
   return 0;
 }
 
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
-  if (argc > 1) return child(!strcmp(argv[1], "on"));
+  if (argc > 1) return child(argv[1]);
   tu_require_lithe();
   static tu_child r;
-  for (int on = 0; on < 2; on++) {
-    const char *env[] = {on ? "LITHE_PURGE_THREAD=1" : "LITHE_PURGE_THREAD", NULL};
-    char *argv2[] = {argv[0], on ? "on" : "off", NULL};
+  static const char *const modes[][2] = {{"off", "LITHE_PURGE_THREAD=0"},
+                                         {"auto-single", "LITHE_PURGE_THREAD"},
+                                         {"auto-threaded", "LITHE_PURGE_THREAD"},
+                                         {"on", "LITHE_PURGE_THREAD=1"}};
+  for (int m = 0; m < 4; m++) {
+    const char *env[] = {modes[m][1], NULL};
+    char *argv2[] = {argv[0], (char *)modes[m][0], NULL};
     CHECK(tu_run_exec(&r, argv2, env, 60) == 0);
     char how[64];
     tu_describe(&r, how, sizeof how);
     fputs(r.out, stdout);
     fputs(r.err, stdout);
-    CHECKF(!r.timed_out && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "thread %s: %s",
-           on ? "on" : "off", how);
+    CHECKF(!r.timed_out && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s: %s", modes[m][0], how);
   }
   return 0;
 }
