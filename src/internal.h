@@ -925,6 +925,7 @@ void *lt_memalign(size_t align, size_t n) INTERNAL;
 void *lt_valloc(size_t n) INTERNAL;
 void *lt_pvalloc(size_t n) INTERNAL;
 size_t lt_malloc_usable_size(const void *p) INTERNAL;
+bool lt_realloc_usable(const void *p, const char *op, size_t *usable) INTERNAL;
 void lt_collect(bool force) INTERNAL;
 int lt_malloc_trim(size_t pad) INTERNAL;
 

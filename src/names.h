@@ -172,6 +172,7 @@
 #define lt_malloc             _lithe_lt_malloc
 #define lt_malloc_trim        _lithe_lt_malloc_trim
 #define lt_malloc_usable_size _lithe_lt_malloc_usable_size
+#define lt_realloc_usable     _lithe_lt_realloc_usable
 #define lt_memalign           _lithe_lt_memalign
 #define lt_posix_memalign     _lithe_lt_posix_memalign
 #define lt_pvalloc            _lithe_lt_pvalloc

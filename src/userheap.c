@@ -73,6 +73,7 @@ static heap_t *enter(lithe_heap_t *u, const char *op) {
   if (unlikely(!u || atomic_load_explicit(&u->magic, memory_order_acquire) != UHEAP_LIVE)) {
     lithe_report(op, u, u && atomic_load(&u->magic) == UHEAP_DEAD ? "heap already destroyed"
                                                                   : "not a lithe heap");
+    errno = EINVAL; /* LITHE_ON_ERROR=ignore: the call returns NULL */
     return NULL;
   }
 #if LITHE_DEBUG
@@ -192,7 +193,8 @@ LITHE_API void *lithe_heap_realloc(lithe_heap_t *u, void *p, size_t n) {
     lt_free(p);
     return NULL;
   }
-  size_t have = lt_malloc_usable_size(p);
+  size_t have;
+  if (!lt_realloc_usable(p, "lithe_heap_realloc", &have)) return NULL; /* misuse: EINVAL */
   if (n <= have && n > have / 2) return p;
   void *q = lithe_heap_malloc(u, n);
   if (!q) return NULL;
