@@ -897,6 +897,8 @@ void heap_key_init(void) INTERNAL; /* init: the thread-exit key, limit_reclaim *
 void heap_fork_prepare(void) INTERNAL;
 void heap_fork_parent(void) INTERNAL;
 void heap_fork_child(void) INTERNAL;
+/* userheap.c's locks at a fork (stage 0 prepare, 1 parent, 2 child): a hook, see heap.c */
+extern void (*heap_fork_hook)(int stage) INTERNAL;
 
 /* large.c */
 void *large_alloc(size_t size, size_t align) INTERNAL;

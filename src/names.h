@@ -121,6 +121,7 @@
 #define heap_decay              _lithe_heap_decay
 #define heap_discard_all        _lithe_heap_discard_all
 #define heap_fork_child         _lithe_heap_fork_child
+#define heap_fork_hook          _lithe_heap_fork_hook
 #define heap_fork_parent        _lithe_heap_fork_parent
 #define heap_fork_prepare       _lithe_heap_fork_prepare
 #define heap_free_local_slow    _lithe_heap_free_local_slow
