@@ -245,6 +245,7 @@ void *lt_realloc(void *p, size_t n) {
   if (s->kind == SPAN_SMALL) {
     if (unlikely(small_freed(s, p))) {
       lithe_report("realloc", p, "double free (realloc of a freed block)");
+      errno = EINVAL; /* LITHE_ON_ERROR=ignore: as for any misuse above */
       return NULL;
     }
     /* stay in place unless shrinking below half the block */
@@ -331,6 +332,23 @@ void *lt_pvalloc(size_t n) {
 }
 
 /* ---- introspection, collection ----------------------------------------- */
+
+/* The usable size of p for a realloc by `op` (userheap.c), in *usable;
+ * false, errno = EINVAL, after reporting a pointer that is not a live
+ * block of lithe's (LITHE_ON_ERROR=ignore), as lt_realloc does. */
+bool lt_realloc_usable(const void *p, const char *op, size_t *usable) {
+  span_t *s = checked_span(op, p);
+  if (s && s->kind == SPAN_SMALL && small_freed(s, (block_t *)p)) {
+    lithe_report(op, p, "double free (realloc of a freed block)");
+    s = NULL;
+  }
+  if (!s) {
+    errno = EINVAL;
+    return false;
+  }
+  *usable = usable_of(s);
+  return true;
+}
 
 size_t lt_malloc_usable_size(const void *p) {
   if (!p) return 0;

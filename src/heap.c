@@ -1472,6 +1472,13 @@ void heaps_stats(size_t *live, size_t *created, size_t *small_spans, size_t *nab
 /* ---- fork -------------------------------------------------------------- */
 /* Every lock, in the order the code nests them. */
 extern pthread_mutex_t pagemap_lock, meta_lock;
+/* First-class heaps' locks (userheap.c: its pool's, each heap's large
+ * list's), taken last: nothing is locked while one is held.  A hook, set
+ * by the first lithe_heap_new (heap.c must not call up); the one prepare
+ * saw is the one parent and child call, so a hook set meanwhile waits for
+ * the next fork. */
+void (*heap_fork_hook)(int stage);
+static void (*fork_hook_taken)(int stage);
 
 void heap_fork_prepare(void) {
   pthread_mutex_lock(&fallback_lock);
@@ -1480,9 +1487,12 @@ void heap_fork_prepare(void) {
   pthread_mutex_lock(&pages_lock);
   pthread_mutex_lock(&pagemap_lock);
   pthread_mutex_lock(&meta_lock);
+  fork_hook_taken = __atomic_load_n(&heap_fork_hook, __ATOMIC_ACQUIRE);
+  if (fork_hook_taken) fork_hook_taken(0);
 }
 
 void heap_fork_parent(void) {
+  if (fork_hook_taken) fork_hook_taken(1);
   pthread_mutex_unlock(&meta_lock);
   pthread_mutex_unlock(&pagemap_lock);
   pthread_mutex_unlock(&pages_lock);
@@ -1568,6 +1578,7 @@ void heap_fork_child(void) {
   lock_reinit(&abandoned_lock);
   lock_reinit(&heaps_lock);
   lock_reinit(&fallback_lock);
+  if (fork_hook_taken) fork_hook_taken(2);
   pages_fork_child();
   heap_t *self = lithe_tls_heap;
   if (self != &lithe_empty_heap) fork_child_reclaim(self);

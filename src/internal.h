@@ -907,6 +907,8 @@ void heap_key_init(void) INTERNAL; /* init: the thread-exit key, limit_reclaim *
 void heap_fork_prepare(void) INTERNAL;
 void heap_fork_parent(void) INTERNAL;
 void heap_fork_child(void) INTERNAL;
+/* userheap.c's locks at a fork (stage 0 prepare, 1 parent, 2 child): a hook, see heap.c */
+extern void (*heap_fork_hook)(int stage) INTERNAL;
 
 /* large.c */
 void *large_alloc(size_t size, size_t align) INTERNAL;
@@ -935,6 +937,7 @@ void *lt_memalign(size_t align, size_t n) INTERNAL;
 void *lt_valloc(size_t n) INTERNAL;
 void *lt_pvalloc(size_t n) INTERNAL;
 size_t lt_malloc_usable_size(const void *p) INTERNAL;
+bool lt_realloc_usable(const void *p, const char *op, size_t *usable) INTERNAL;
 void lt_collect(bool force) INTERNAL;
 int lt_malloc_trim(size_t pad) INTERNAL;
 

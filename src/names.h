@@ -121,6 +121,7 @@
 #define heap_decay              _lithe_heap_decay
 #define heap_discard_all        _lithe_heap_discard_all
 #define heap_fork_child         _lithe_heap_fork_child
+#define heap_fork_hook          _lithe_heap_fork_hook
 #define heap_fork_parent        _lithe_heap_fork_parent
 #define heap_fork_prepare       _lithe_heap_fork_prepare
 #define heap_free_local_slow    _lithe_heap_free_local_slow
@@ -172,6 +173,7 @@
 #define lt_malloc             _lithe_lt_malloc
 #define lt_malloc_trim        _lithe_lt_malloc_trim
 #define lt_malloc_usable_size _lithe_lt_malloc_usable_size
+#define lt_realloc_usable     _lithe_lt_realloc_usable
 #define lt_memalign           _lithe_lt_memalign
 #define lt_posix_memalign     _lithe_lt_posix_memalign
 #define lt_pvalloc            _lithe_lt_pvalloc

@@ -12,7 +12,15 @@
  * is not charged; mprotect to read/write charges it, and fails cleanly when
  * the commit limit is reached).  No MAP_NORESERVE anywhere: it would skip
  * that charge and turn an ENOMEM into the OOM killer.  Every call is
- * counted for statistics. */
+ * counted for statistics.
+ *
+ * Core dumps: a reserved range is marked MADV_DONTDUMP and a committed one
+ * MADV_DODUMP again (dump_mark), so a crash dumps what lithe committed,
+ * not its reservations: the pagemap's 128 GiB of read-only zero pages
+ * went to a piped core handler (systemd-coredump, apport) whole.  One
+ * madvise more per reservation, commit and decommit: an arena reserves
+ * once per 64 MiB and commits in steps of 64 KiB to 4 MiB, the pagemap
+ * commits 64 KiB per 64 MiB of heap; tests/regress/pagemap/regress_dontdump. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdint.h>
@@ -115,9 +123,22 @@ static void *map_aligned(size_t size, size_t align, int prot, int over_prot, siz
   return a;
 }
 
+/* Leave [p, p+size) out of core dumps (reserved), or put it back in
+ * (committed).  A failure costs only the dump's size or content, so it is
+ * ignored, and the call is made past the Debug build's fault injection
+ * (the parenthesised name): it has no failure to survive. */
+static void dump_mark(void *p, size_t size, bool dump) {
+  count_call();
+  int saved = errno;
+  (madvise)(p, size, dump ? MADV_DODUMP : MADV_DONTDUMP);
+  errno = saved;
+}
+
 void *os_reserve(size_t size, size_t align, size_t fallback) {
   void *p = map_aligned(size, align, PROT_NONE, PROT_NONE, fallback);
-  if (p) atomic_fetch_add_explicit(&os_stats.reserved, size, memory_order_relaxed);
+  if (!p) return NULL;
+  dump_mark(p, align_up(size, os_page_size()), false);
+  atomic_fetch_add_explicit(&os_stats.reserved, size, memory_order_relaxed);
   return p;
 }
 
@@ -125,7 +146,9 @@ void *os_reserve(size_t size, size_t align, size_t fallback) {
  * pagemap's lookups of foreign pointers); not writable, so not charged. */
 void *os_reserve_readonly(size_t size) {
   void *p = map_aligned(size, 0, PROT_READ, PROT_READ, 0);
-  if (p) atomic_fetch_add_explicit(&os_stats.reserved, size, memory_order_relaxed);
+  if (!p) return NULL;
+  dump_mark(p, align_up(size, os_page_size()), false);
+  atomic_fetch_add_explicit(&os_stats.reserved, size, memory_order_relaxed);
   return p;
 }
 
@@ -136,6 +159,7 @@ bool os_commit(void *p, size_t size) {
     if (lithe_opt.verbose) lithe_warn("mprotect(commit) failed, errno", (size_t)errno);
     return false;
   }
+  dump_mark(p, size, true);
   atomic_fetch_add_explicit(&os_stats.committed, size, memory_order_relaxed);
   return true;
 }
@@ -149,6 +173,7 @@ void os_decommit(void *p, size_t size) {
   void *q = mmap(p, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
   errno = saved;
   if (q == MAP_FAILED) { os_purge(p, size); return; }
+  dump_mark(p, size, false); /* (a new mapping: also merges with its reservation) */
   atomic_fetch_sub_explicit(&os_stats.committed, size, memory_order_relaxed);
 }
 

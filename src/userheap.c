@@ -32,11 +32,13 @@ struct lithe_heap_s {
   pthread_mutex_t large_lock; /* guards large (free() comes from any thread) */
   span_list_t large;          /* its large and xlarge objects               */
   struct lithe_heap_s *next_pool;
+  struct lithe_heap_s *next_all; /* every heap made, for fork (under pool_lock) */
   heap_t h;
 };
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static lithe_heap_t *pool;
+static lithe_heap_t *all_heaps; /* never freed: destroyed ones are pooled */
 
 static inline lithe_heap_t *of_heap(heap_t *h) {
   return (lithe_heap_t *)((char *)h - offsetof(lithe_heap_t, h));
@@ -44,16 +46,43 @@ static inline lithe_heap_t *of_heap(heap_t *h) {
 
 static void userheap_large_forget(span_t *s);
 
+/* A fork (heap.c's handlers, through heap_fork_hook, after every lock of
+ * theirs): stage 0 takes the pool lock, then every heap's large lock, so
+ * that no list is half changed in the child; 1 gives them back in the
+ * parent; 2 makes them anew in the child.  The large locks are many: they
+ * bypass the Debug build's lock tracking (the parenthesised names), which
+ * holds 16.  Nothing takes another lock while holding one of these. */
+static void userheap_fork(int stage) {
+  if (stage == 0) pthread_mutex_lock(&pool_lock);
+  for (lithe_heap_t *u = all_heaps; u; u = u->next_all) {
+    if (stage == 0) (pthread_mutex_lock)(&u->large_lock);
+    else if (stage == 1) (pthread_mutex_unlock)(&u->large_lock);
+    else (pthread_mutex_init)(&u->large_lock, NULL);
+  }
+  if (stage == 1) pthread_mutex_unlock(&pool_lock);
+  else if (stage == 2) pthread_mutex_init(&pool_lock, NULL);
+}
+
 LITHE_API lithe_heap_t *lithe_heap_new(void) {
   lithe_process_init();
   large_owner_forget = userheap_large_forget; /* (before its first large object) */
+  if (!__atomic_load_n(&heap_fork_hook, __ATOMIC_RELAXED))
+    __atomic_store_n(&heap_fork_hook, userheap_fork, __ATOMIC_RELEASE);
   pthread_mutex_lock(&pool_lock);
   lithe_heap_t *u = pool;
   if (u) pool = u->next_pool;
   pthread_mutex_unlock(&pool_lock);
-  if (!u && !(u = meta_alloc(sizeof *u))) {
-    errno = ENOMEM;
-    return NULL;
+  if (!u) {
+    if (!(u = meta_alloc(sizeof *u))) {
+      errno = ENOMEM;
+      return NULL;
+    }
+    /* its lock made once: a fork may take it as soon as u is listed */
+    pthread_mutex_init(&u->large_lock, NULL);
+    pthread_mutex_lock(&pool_lock);
+    u->next_all = all_heaps;
+    all_heaps = u;
+    pthread_mutex_unlock(&pool_lock);
   }
   memset(&u->h, 0, sizeof u->h);
   u->h.bins = &u->h.bins_own; /* its bins are its own, in no thread's TLS */
@@ -62,7 +91,6 @@ LITHE_API lithe_heap_t *lithe_heap_new(void) {
   u->h.scoped = true;
   u->h.live = true;
   u->large.first = u->large.last = NULL;
-  pthread_mutex_init(&u->large_lock, NULL);
   atomic_store_explicit(&u->user, 0, memory_order_relaxed);
   atomic_store_explicit(&u->magic, UHEAP_LIVE, memory_order_release);
   return u;
@@ -73,6 +101,7 @@ static heap_t *enter(lithe_heap_t *u, const char *op) {
   if (unlikely(!u || atomic_load_explicit(&u->magic, memory_order_acquire) != UHEAP_LIVE)) {
     lithe_report(op, u, u && atomic_load(&u->magic) == UHEAP_DEAD ? "heap already destroyed"
                                                                   : "not a lithe heap");
+    errno = EINVAL; /* LITHE_ON_ERROR=ignore: the call returns NULL */
     return NULL;
   }
 #if LITHE_DEBUG
@@ -192,7 +221,8 @@ LITHE_API void *lithe_heap_realloc(lithe_heap_t *u, void *p, size_t n) {
     lt_free(p);
     return NULL;
   }
-  size_t have = lt_malloc_usable_size(p);
+  size_t have;
+  if (!lt_realloc_usable(p, "lithe_heap_realloc", &have)) return NULL; /* misuse: EINVAL */
   if (n <= have && n > have / 2) return p;
   void *q = lithe_heap_malloc(u, n);
   if (!q) return NULL;
