@@ -169,6 +169,7 @@ static const char *const other_opts[][2] = {
     {"LITHE_PROF_PEAK", "0"},     {"LITHE_PROF_UNWIND", "fast"},      {"LITHE_LEAKS", "0"},
     {"LITHE_MEMORY_LIMIT", "cgroup"},
     {"LITHE_MEMORY_LIMIT_HARD", "0"}, {"LITHE_CGROUP_ROOT", "/sys/fs/cgroup"},
+    {"LITHE_STATS_PID", "0"}, /* stats.c */
 };
 
 static void options_print(void) {
