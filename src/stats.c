@@ -292,7 +292,7 @@ LITHE_API void lithe_stats_print(int fd) {
     row(&o, "elapsed", a, "", "since the process started");
   }
   fmt_ms(a, pf.user_ms + pf.sys_ms);
-  strcpy(note, "CPU: user ");
+  strcpy(note, "user ");
   fmt_ms(note + strlen(note), pf.user_ms);
   strcat(note, " + system ");
   fmt_ms(note + strlen(note), pf.sys_ms);
