@@ -93,6 +93,11 @@ typedef struct lithe_stats_s {
   size_t heaps_created;   /* thread heaps ever initialised                   */
   size_t os_calls;        /* mmap + mprotect + madvise + munmap + mremap     */
   size_t purges;          /* madvise(DONTNEED) calls                         */
+  /* appended later: the fields above keep their offsets */
+  size_t in_use;          /* pages handed out: spans, large runs, xlarge maps */
+  size_t peak_in_use;     /* the most in_use has been                        */
+  size_t peak_committed;  /* the most committed has been                     */
+  size_t peak_reserved;   /* the most reserved has been                      */
 } lithe_stats_t;
 
 void lithe_stats_get(lithe_stats_t *out);

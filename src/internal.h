@@ -639,8 +639,26 @@ size_t os_address_limit(void) INTERNAL;                         /* RLIMIT_AS */
 int os_peek(const void *from, void *to, size_t n) INTERNAL;     /* read, never fault */
 typedef struct os_stats_s {
   _Atomic size_t reserved, committed, os_calls, purges, metadata;
+  /* the report's peaks (stats.c), raised where the counters grow, all off
+   * the fast path; in_use: pages handed out for the program's objects
+   * (spans and large runs, pages.c) and xlarge mappings (large.c) */
+  _Atomic size_t peak_reserved, peak_committed, in_use, peak_in_use;
 } os_stats_t;
 extern os_stats_t os_stats INTERNAL;
+/* *peak = max(*peak, now) */
+static inline void stat_raise(_Atomic size_t *peak, size_t now) {
+  size_t p = atomic_load_explicit(peak, memory_order_relaxed);
+  while (now > p && !atomic_compare_exchange_weak_explicit(peak, &p, now, memory_order_relaxed,
+                                                           memory_order_relaxed)) {}
+}
+/* counter += n, raising its peak */
+static inline void stat_add(_Atomic size_t *c, _Atomic size_t *peak, size_t n) {
+  stat_raise(peak, atomic_fetch_add_explicit(c, n, memory_order_relaxed) + n);
+}
+static inline void stat_in_use(size_t add, size_t sub) { /* os_stats.in_use += add - sub */
+  if (add) stat_add(&os_stats.in_use, &os_stats.peak_in_use, add);
+  if (sub) atomic_fetch_sub_explicit(&os_stats.in_use, sub, memory_order_relaxed);
+}
 
 /* pagemap.c.  Entries are stored so that free() reads them with the
  * fewest instructions:

@@ -781,6 +781,7 @@ static void *xlarge_alloc(size_t size, size_t align, bool zero, bool cached_only
       pagemap_set_one(s->start, s);
       atomic_fetch_add_explicit(&stat_xlarge_live, 1, memory_order_relaxed);
       atomic_fetch_add_explicit(&stat_xlarge_bytes, s->map_bytes, memory_order_relaxed);
+      stat_in_use(s->map_bytes, 0);
       return s->start;
     }
   }
@@ -815,6 +816,7 @@ static void *xlarge_alloc(size_t size, size_t align, bool zero, bool cached_only
   pagemap_set_one(p, s);
   atomic_fetch_add_explicit(&stat_xlarge_live, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&stat_xlarge_bytes, mapped, memory_order_relaxed);
+  stat_in_use(mapped, 0);
   return p;
 }
 
@@ -885,6 +887,7 @@ void large_free(span_t *s) {
     pagemap_set_one(s->start, &freed_xlarge);
     atomic_fetch_sub_explicit(&stat_xlarge_live, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&stat_xlarge_bytes, s->map_bytes, memory_order_relaxed);
+    stat_in_use(0, s->map_bytes);
     if (xcache_put(s)) { pages_purge_poll(); return; }
     /* near the memory limit: its pages serve the page heap (pages.c) */
     if (unlikely(limit_pressure_at) && atomic_load_explicit(&limit_pressure, memory_order_relaxed) &&
@@ -935,6 +938,7 @@ void *large_realloc(span_t *s, size_t size) {
       }
       *link = NULL;
       atomic_fetch_sub_explicit(&stat_xlarge_bytes, s->map_bytes - bytes, memory_order_relaxed);
+      stat_in_use(0, s->map_bytes - bytes);
       s->map_bytes = bytes;
     }
     s->bytes = bytes;
@@ -972,6 +976,7 @@ void *large_realloc(span_t *s, size_t size) {
     }
   }
   atomic_fetch_add_explicit(&stat_xlarge_bytes, bytes - s->map_bytes, memory_order_relaxed);
+  stat_in_use(bytes > s->map_bytes ? bytes - s->map_bytes : 0, bytes < s->map_bytes ? s->map_bytes - bytes : 0);
   s->start = s->map_base = q;
   s->bytes = s->map_bytes = bytes;
   pagemap_set_one(q, s);

@@ -138,7 +138,7 @@ void *os_reserve(size_t size, size_t align, size_t fallback) {
   void *p = map_aligned(size, align, PROT_NONE, PROT_NONE, fallback);
   if (!p) return NULL;
   dump_mark(p, align_up(size, os_page_size()), false);
-  atomic_fetch_add_explicit(&os_stats.reserved, size, memory_order_relaxed);
+  stat_add(&os_stats.reserved, &os_stats.peak_reserved, size);
   return p;
 }
 
@@ -148,7 +148,7 @@ void *os_reserve_readonly(size_t size) {
   void *p = map_aligned(size, 0, PROT_READ, PROT_READ, 0);
   if (!p) return NULL;
   dump_mark(p, align_up(size, os_page_size()), false);
-  atomic_fetch_add_explicit(&os_stats.reserved, size, memory_order_relaxed);
+  stat_add(&os_stats.reserved, &os_stats.peak_reserved, size);
   return p;
 }
 
@@ -160,7 +160,7 @@ bool os_commit(void *p, size_t size) {
     return false;
   }
   dump_mark(p, size, true);
-  atomic_fetch_add_explicit(&os_stats.committed, size, memory_order_relaxed);
+  stat_add(&os_stats.committed, &os_stats.peak_committed, size);
   return true;
 }
 
@@ -208,8 +208,8 @@ bool os_resident(void *p, size_t size, unsigned char *vec) {
 
 /* A new read/write mapping is reserved and committed at once. */
 static void count_mapped_rw(size_t size) {
-  atomic_fetch_add_explicit(&os_stats.reserved, size, memory_order_relaxed);
-  atomic_fetch_add_explicit(&os_stats.committed, size, memory_order_relaxed);
+  stat_add(&os_stats.reserved, &os_stats.peak_reserved, size);
+  stat_add(&os_stats.committed, &os_stats.peak_committed, size);
 }
 
 /* A read/write mapping of its own (xlarge objects).  No MAP_NORESERVE:
@@ -285,8 +285,8 @@ static void *remap(void *p, size_t old_size, size_t new_size, int flags) {
   count_call();
   void *q = mremap(p, old_size, new_size, flags);
   if (q == MAP_FAILED) return NULL;
-  atomic_fetch_add_explicit(&os_stats.reserved, new_size - old_size, memory_order_relaxed);
-  atomic_fetch_add_explicit(&os_stats.committed, new_size - old_size, memory_order_relaxed);
+  stat_add(&os_stats.reserved, &os_stats.peak_reserved, new_size - old_size); /* (mod 2^64) */
+  stat_add(&os_stats.committed, &os_stats.peak_committed, new_size - old_size);
   return q;
 }
 
@@ -315,7 +315,7 @@ void *os_move(void *p, size_t old_size, size_t new_size, void *dest) {
   void *q = mremap(p, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, dest);
   if (q != MAP_FAILED) {
     atomic_fetch_sub_explicit(&os_stats.reserved, old_size, memory_order_relaxed);
-    atomic_fetch_add_explicit(&os_stats.committed, new_size - old_size, memory_order_relaxed);
+    stat_add(&os_stats.committed, &os_stats.peak_committed, new_size - old_size);
     return q;
   }
   int saved = errno;

@@ -630,6 +630,7 @@ static void run_retire(span_t *s) {
   s->kind = SPAN_LARGE;
   pagemap_set(s->start, npages_of(s), s);
   in_use_bytes += s->bytes;
+  stat_in_use(s->bytes, 0);
 }
 
 /* Near the memory limit, a run of fresh or purged pages `s` (out of the
@@ -840,6 +841,7 @@ static span_t *pages_take(size_t npages, size_t align, bool fresh_ok, span_t *ba
       pages_fill(s, total << PAGE_SHIFT, &lost);
       in_use_bytes += s->bytes;
       if (lost) { /* never handed out; a fresh one below */
+        stat_in_use(s->bytes, 0);
         pagemap_set(s->start, npages_of(s), s);
         s = NULL;
       } else {
@@ -870,6 +872,7 @@ static span_t *pages_take(size_t npages, size_t align, bool fresh_ok, span_t *ba
   if (s->bytes > want && !split_tail(s, want)) goto fail;
   pagemap_set(s->start, npages, s);
   in_use_bytes += s->bytes;
+  stat_in_use(s->bytes, 0);
   /* what s's pieces still count was out of the purge's reach above: with
    * them back in the size lists, the count goes back to 90 % (a 128 KiB run cut
    * from a run of 15 MB resident took bench-limitcycle to 81 MB) */
@@ -900,6 +903,7 @@ void pages_release_locked(span_t *s, uint64_t freed_ms) {
   lt_assert_cmp(in_use_bytes, >=, s->bytes);
   lt_assert(pagemap_lookup(s->start) == s);
   in_use_bytes -= s->bytes;
+  stat_in_use(0, s->bytes);
   insert_coalesced(s);
   pages_waiting(freed_ms);
 }
@@ -1010,6 +1014,7 @@ bool pages_try_resize(span_t *s, size_t npages, bool fresh_ok) {
     if (ok && want < old_bytes) pages_waiting(s->freed_ms);
     if (ok) lt_assert_cmp(in_use_bytes, >=, old_bytes - s->bytes);
     if (ok) in_use_bytes -= old_bytes - s->bytes;
+    if (ok) stat_in_use(0, old_bytes - s->bytes);
   } else {
     size_t need = want - s->bytes;
     char *next = s->start + s->bytes;
@@ -1034,6 +1039,7 @@ bool pages_try_resize(span_t *s, size_t npages, bool fresh_ok) {
       pagemap_set(next, need >> PAGE_SHIFT, s);
       s->bytes = want;
       in_use_bytes += need;
+      stat_in_use(need, 0);
     }
   }
   pthread_mutex_unlock(&pages_lock);

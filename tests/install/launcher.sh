@@ -35,6 +35,21 @@ spans=$(awk '/small spans/ { print $NF; exit }' "$TMP/err")
 "$prefix/bin/lithe" stats ls / >/dev/null 2>"$TMP/err-ls" || fail "lithe stats ls exited $?"
 grep -q "lithe stats (pid" "$TMP/err-ls" || fail "no lithe statistics from ls (it closes stderr at exit)"
 echo "ok: statistics of ls, which closes stderr at exit"
+# `lithe stats CMD` reports CMD only (LITHE_STATS_PID); --children every
+# process it starts, each under its program's name.  bash, not dash: dash
+# leaves with _exit, so no destructor of its runs.
+if command -v bash >/dev/null; then
+  sh_c='ls / >/dev/null; ls / >/dev/null; true'
+  "$prefix/bin/lithe" stats bash -c "$sh_c" 2>"$TMP/err-one" || fail "lithe stats bash -c exited $?"
+  n=$(grep -c "^lithe stats (pid " "$TMP/err-one" || true)
+  [ "$n" = 1 ] && grep -q "^lithe stats (pid [0-9]*): bash$" "$TMP/err-one" ||
+    fail "lithe stats bash -c '...': want one report, of bash; got $n: $(grep "^lithe stats" "$TMP/err-one")"
+  "$prefix/bin/lithe" stats --children bash -c "$sh_c" 2>"$TMP/err-all" || fail "lithe stats --children exited $?"
+  n=$(grep -c "^lithe stats (pid " "$TMP/err-all" || true)
+  [ "$n" = 3 ] && [ "$(grep -c "^lithe stats (pid [0-9]*): ls$" "$TMP/err-all")" = 2 ] ||
+    fail "lithe stats --children bash -c '...': want 3 reports (bash, ls, ls); got $n: $(grep "^lithe stats" "$TMP/err-all")"
+  echo "ok: lithe stats reports the command only; --children its children too, by name"
+fi
 # the hardened and valgrind builds
 sec=$prefix/lib/lithe/liblithe-secure.so
 [ "$("$prefix/bin/lithe" lib --secure)" = "$sec" ] || fail "lithe lib --secure says '$("$prefix/bin/lithe" lib --secure)', want $sec"
