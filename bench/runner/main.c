@@ -33,14 +33,20 @@
 #endif
 
 /* Defaults. Without --runs the number of runs is set by a time budget
- * (DEFAULT_BUDGET seconds for the whole suite): every benchmark gets one
- * interleaved round (each allocator once); further rounds, up to
- * DEFAULT_RUNS, only while its share of the remaining budget allows. So
- * cheap benchmarks get several runs and the 1 GiB ones usually one, and the
- * default suite with 5 allocators aims at about 3 minutes on 2 cores.
- * --runs N fixes N runs for every benchmark (precise work). */
+ * (DEFAULT_BUDGET seconds for the whole suite): every benchmark gets
+ * MIN_RUNS interleaved rounds (each allocator once a round; the rank test
+ * needs several), more, up to DEFAULT_RUNS, only while its share of the
+ * remaining budget allows. The default suite with 5 allocators aims at
+ * under 5 minutes on 2 cores (`make bench`). --runs N fixes N runs for
+ * every benchmark (precise work). */
 #define DEFAULT_RUNS 5       /* at most, processes per benchmark per allocator */
-#define DEFAULT_BUDGET 180   /* seconds for the suite when --runs is not given */
+#define MIN_RUNS 3           /* at least, in the budget mode */
+#define DEFAULT_BUDGET 240   /* seconds for the suite when --runs is not given */
+/* The rows whose first process per allocator pauses 1.1 s for the
+ * unassisted memory-at-end figure (what an allocator gives back by itself):
+ * the ones that end with a large free heap, where the policies differ most
+ * (docs/benchmarks.md, "Memory at end"). --unassisted '*' for every row. */
+#define DEFAULT_UNASSISTED "medium,big,stress,replay_sqlite"
 #define DEFAULT_INNER_RUNS 1 /* --runs passed to bench-mallocbench / lithe-replay */
 #define STARTUP_FACTOR 4     /* startup is one sample per (cheap) process */
 #define DEFAULT_BENCHTIME "0.1"
@@ -82,11 +88,13 @@ static void usage(FILE *f) {
           "options:\n"
           "  --quick            pass --quick to every program, 1 run (for tests, not claims)\n"
           "  --runs N           processes per benchmark per allocator (startup runs %dx as\n"
-          "                     many); without it: up to %d, as many as fit --budget\n"
+          "                     many); without it: %d to %d, as many as fit --budget\n"
           "  --budget S         time budget in seconds for the default run count (default %d)\n"
           "  --inner-runs K     --runs passed to bench-mallocbench and lithe-replay (default %d)\n"
           "  --benchtime S      --benchtime passed to bench-scaling (default %s)\n"
           "  --only NAME,...    run only these benchmarks (shell patterns allowed: 'churn*')\n"
+          "  --unassisted NAME,...  rows whose first process per allocator pauses 1.1 s\n"
+          "                     for the unassisted end figure (default %s; '*' all)\n"
           "  --out DIR          report directory (default build/bench-report)\n"
           "  --traces DIR       where *.ltrace.xz live (default bench/traces of the source tree)\n"
           "  --bin-dir DIR      where the benchmark programs are (default: next to lithe-bench)\n"
@@ -99,7 +107,8 @@ static void usage(FILE *f) {
           "  --aa               run the baseline twice, as BASE and BASE-again: an A/A\n"
           "                     comparison; the report states the noise floor it measured\n"
           "  --list             print the benchmark list and exit\n",
-          STARTUP_FACTOR, DEFAULT_RUNS, DEFAULT_BUDGET, DEFAULT_INNER_RUNS, DEFAULT_BENCHTIME, SLOW_FACTOR,
+          STARTUP_FACTOR, MIN_RUNS, DEFAULT_RUNS, DEFAULT_BUDGET, DEFAULT_INNER_RUNS, DEFAULT_BENCHTIME,
+          DEFAULT_UNASSISTED, SLOW_FACTOR,
           MIN_TIMEOUT, DEFAULT_TIMEOUT, QUICK_TIMEOUT);
 }
 
@@ -246,7 +255,7 @@ static allocator resolve_allocator(const char *arg) {
 
 typedef struct {
   int quick, runs, inner_runs;
-  const char *benchtime, *bin_dir, *traces;
+  const char *benchtime, *bin_dir, *traces, *unassisted;
 } list_opts;
 
 static job *new_job(results *r, const char *name, job_kind kind, const char *program,
@@ -343,6 +352,17 @@ static void build_jobs(results *r, const list_opts *o) {
     arg(j, "3");
   }
 
+  /* real applications from Debian (bench-app): the rows the verdict follows */
+  static const char *apps[] = {"gxx", "python", "sqlite", "redis", "z3"};
+  for (size_t i = 0; i < sizeof apps / sizeof *apps; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "app_%s", apps[i]);
+    j = new_job(r, name, JOB_APP, "bench-app", o);
+    arg(j, "--app");
+    arg(j, apps[i]);
+    if (o->quick) arg(j, "--quick");
+  }
+
   /* every recorded trace */
   char pat[PATH_MAX];
   snprintf(pat, sizeof pat, "%s/*.ltrace.xz", o->traces);
@@ -382,6 +402,12 @@ static void build_jobs(results *r, const list_opts *o) {
     }
     globfree(&g);
   }
+  /* the unassisted-memory pause: first round of the rows named */
+  char *list = xstrdup(o->unassisted ? o->unassisted : DEFAULT_UNASSISTED), *save = NULL;
+  for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
+    for (int k = 0; k < r->njob; k++)
+      if (!fnmatch(t, r->jobs[k].name, 0)) r->jobs[k].pause = 1;
+  free(list);
 }
 
 /* keep only jobs matching --only; returns 0 if a name matched nothing */
@@ -568,7 +594,7 @@ static int check(const results *r, const char *out) {
         continue;
       }
       /* the MallocBench-style programs must give all three figures */
-      if (jb->kind == JOB_MALLOCBENCH || jb->kind == JOB_REPLAY) {
+      if (jb->kind == JOB_MALLOCBENCH || jb->kind == JOB_REPLAY || jb->kind == JOB_APP) {
         static const char *need[] = {"ns/op", "peak-kB", "end-kB"};
         for (int u = 0; u < 3; u++) {
           int found = 0;
@@ -673,6 +699,9 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--benchtime")) {
       NEEDVAL();
       lo.benchtime = argv[++i];
+    } else if (!strcmp(a, "--unassisted")) {
+      NEEDVAL();
+      lo.unassisted = argv[++i];
     } else if (!strcmp(a, "--only")) {
       NEEDVAL();
       only = argv[++i];
@@ -893,7 +922,8 @@ int main(int argc, char **argv) {
         int jobs_left = torun - done + 1;
         double share = left / jobs_left;
         int fit = round > 0 ? (int)(share / round) : rounds;
-        if (fit < rounds) rounds = fit < 1 ? 1 : fit;
+        int least = jb->kind == JOB_STARTUP ? MIN_RUNS * STARTUP_FACTOR : MIN_RUNS;
+        if (fit < rounds) rounds = fit < least ? least : fit;
       }
     }
     free(timed_out);
