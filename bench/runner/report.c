@@ -116,10 +116,10 @@ int report_write(const results *r, const char *dir, int print_tables) {
   }
   if (r->load_end) fprintf(f, "- load average at end: %s\n", r->load_end);
   if (r->budget > 0)
-    fprintf(f, "- runs: 1 to %d fresh processes per benchmark per allocator, as many as fitted a "
+    fprintf(f, "- runs: %d to %d fresh processes per benchmark per allocator, as many as fitted a "
                "%.0f s time budget (the n in each `(p=… n=…+…)` says how many); allocators "
                "interleaved (run 1 of every allocator, then run 2, ...)\n",
-            r->runs, r->budget);
+            MIN_RUNS, r->runs, r->budget);
   else
     fprintf(f, "- runs: %d fresh process(es) per benchmark per allocator, allocators interleaved "
                "(run 1 of every allocator, then run 2, ...)\n",

@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #define MAX_ARGS 24
+#define MIN_RUNS 3 /* the budget mode's least rounds per benchmark (main.c) */
 
 typedef struct {
   char *name;      /* column name, e.g. "jemalloc" */
