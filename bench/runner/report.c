@@ -188,7 +188,7 @@ int report_write(const results *r, const char *dir, int print_tables) {
 
   if (table_has_apps(r)) {
     fprintf(f, "## Real applications\n\n");
-    fprintf(f, "Programs from Debian run under each allocator (bench-app; docs/benchmarks.md, "
+    fprintf(f, "Programs from Debian run under each allocator (bench-app; docs/runner.md, "
                "\"Real applications\"): the suite's verdict follows these rows, so they have "
                "their own means, apart from the synthetic rows and replays below. Execution "
                "Time: the command's wall time (redis: the server's CPU time); Peak Memory and "

@@ -1,6 +1,6 @@
 /* bench-app: one real application from Debian, run once under the
  * allocator this process was started with, measured as the other
- * MallocBench-style rows are (bench/PROTOCOL.md, docs/benchmarks.md "Real
+ * MallocBench-style rows are (bench/PROTOCOL.md, docs/runner.md "Real
  * applications").
  *
  *   bench-app --app NAME [--quick] [--keep]
