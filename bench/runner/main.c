@@ -40,12 +40,12 @@
  * under 5 minutes on 2 cores (`make bench`). --runs N fixes N runs for
  * every benchmark (precise work). */
 #define DEFAULT_RUNS 5       /* at most, processes per benchmark per allocator */
-#define DEFAULT_BUDGET 200   /* seconds for the suite when --runs is not given */
+#define DEFAULT_BUDGET 150   /* seconds for the suite when --runs is not given */
 /* The rows whose first process per allocator pauses 1.1 s for the
  * unassisted memory-at-end figure (what an allocator gives back by itself):
  * the ones that end with a large free heap, where the policies differ most
  * (docs/benchmarks.md, "Memory at end"). --unassisted '*' for every row. */
-#define DEFAULT_UNASSISTED "medium,big,stress,replay_sqlite"
+#define DEFAULT_UNASSISTED "medium,stress,replay_sqlite"
 #define DEFAULT_INNER_RUNS 1 /* --runs passed to bench-mallocbench / lithe-replay */
 #define STARTUP_FACTOR 4     /* startup is one sample per (cheap) process */
 #define DEFAULT_BENCHTIME "0.05"
