@@ -40,15 +40,16 @@
  * under 5 minutes on 2 cores (`make bench`). --runs N fixes N runs for
  * every benchmark (precise work). */
 #define DEFAULT_RUNS 5       /* at most, processes per benchmark per allocator */
-#define DEFAULT_BUDGET 150   /* seconds for the suite when --runs is not given */
+#define DEFAULT_BUDGET 120   /* seconds for the suite when --runs is not given */
 /* The rows whose first process per allocator pauses 1.1 s for the
  * unassisted memory-at-end figure (what an allocator gives back by itself):
- * the ones that end with a large free heap, where the policies differ most
- * (docs/benchmarks.md, "Memory at end"). --unassisted '*' for every row. */
-#define DEFAULT_UNASSISTED "medium,stress,replay_sqlite"
+ * a synthetic row and a recorded program that end with a large free heap,
+ * where the policies differ most (docs/benchmarks.md, "Memory at end").
+ * --unassisted '*' for every row. */
+#define DEFAULT_UNASSISTED "medium,replay_sqlite"
 #define DEFAULT_INNER_RUNS 1 /* --runs passed to bench-mallocbench / lithe-replay */
 #define STARTUP_FACTOR 4     /* startup is one sample per (cheap) process */
-#define DEFAULT_BENCHTIME "0.05"
+#define DEFAULT_BENCHTIME "0.03"
 #define DEFAULT_TIMEOUT 600
 #define QUICK_TIMEOUT 60     /* --quick: the whole suite should take under a minute */
 #define SLOW_FACTOR 20       /* default limit: 20x the slowest successful run so far... */
@@ -299,7 +300,7 @@ static void build_jobs(results *r, const list_opts *o) {
       arg(j, "--benchmark");
       arg(j, mallocbench_list[i].name);
       if (par) arg(j, "--parallel");
-      /* one long workload per allocator drawn over time: medium, the 1 GiB
+      /* one long workload per allocator drawn over time: medium, the 256 MiB
        * rise and what comes back */
       if (!par && !strcmp(mallocbench_list[i].name, "medium")) arg(j, "--rss-sample-ms=50");
       if (mallocbench_list[i].scale && !o->quick) {
@@ -318,8 +319,8 @@ static void build_jobs(results *r, const list_opts *o) {
   job *j = new_job(r, "bigchurn", JOB_MALLOCBENCH, "bench-bigchurn", o);
   if (o->quick) arg(j, "--quick");
   else {
-    arg(j, "--ops"); /* 80 of the program's 400: 0.3-0.9 s a process, not 1.4-4 */
-    arg(j, "80");
+    arg(j, "--ops"); /* 50 of the program's 400: 0.3-0.8 s a process, not 1.4-4 */
+    arg(j, "50");
   }
   /* 4 threads, random small sizes, 1 op in 4 freed by another thread */
   j = new_job(r, "mtrandom", JOB_MALLOCBENCH, "bench-mtrandom", o);
