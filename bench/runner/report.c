@@ -116,10 +116,10 @@ int report_write(const results *r, const char *dir, int print_tables) {
   }
   if (r->load_end) fprintf(f, "- load average at end: %s\n", r->load_end);
   if (r->budget > 0)
-    fprintf(f, "- runs: 1 to %d fresh processes per benchmark per allocator, as many as fitted a "
+    fprintf(f, "- runs: %d to %d fresh processes per benchmark per allocator, as many as fitted a "
                "%.0f s time budget (the n in each `(p=… n=…+…)` says how many); allocators "
                "interleaved (run 1 of every allocator, then run 2, ...)\n",
-            r->runs, r->budget);
+            MIN_RUNS, r->runs, r->budget);
   else
     fprintf(f, "- runs: %d fresh process(es) per benchmark per allocator, allocators interleaved "
                "(run 1 of every allocator, then run 2, ...)\n",
@@ -166,7 +166,12 @@ int report_write(const results *r, const char *dir, int print_tables) {
                "counted only where both sides have two or more runs. FAIL: benchmarks (of "
                "all) that failed under it.\n\n",
             r->allocs[base].name);
-    table_glance(f, r, s, ns);
+    if (table_has_apps(r)) {
+      fprintf(f, "Real applications (their own table, below):\n\n");
+      table_glance(f, r, s, ns, 1);
+      fprintf(f, "Synthetic rows and replayed traces (the MallocBench table):\n\n");
+    }
+    table_glance(f, r, s, ns, 0);
   }
   int has_twin = 0;
   for (int a = 0; a < r->nalloc; a++) has_twin |= r->allocs[a].twin != NULL;
@@ -181,6 +186,17 @@ int report_write(const results *r, const char *dir, int print_tables) {
   if (!nsvg) fprintf(f, "No figures to draw.\n");
   for (int i = 0; i < nsvg; i++) fprintf(f, "### %s\n\n![%s](%s)\n\n", captions[i], captions[i], names[i]);
 
+  if (table_has_apps(r)) {
+    fprintf(f, "## Real applications\n\n");
+    fprintf(f, "Programs from Debian run under each allocator (bench-app; docs/runner.md, "
+               "\"Real applications\"): the suite's verdict follows these rows, so they have "
+               "their own means, apart from the synthetic rows and replays below. Execution "
+               "Time: the command's wall time (redis: the server's CPU time); Peak Memory and "
+               "Memory at End: the application's process with the largest peak (g++: cc1plus), "
+               "at its exit. Markers and notes as in the MallocBench table below.\n\n```text\n");
+    table_mallocbench(f, r, s, ns, 1);
+    fprintf(f, "```\n\n");
+  }
   fprintf(f, "## MallocBench comparison\n\n");
   fprintf(f, "Baseline: %s. `^ 1.03x faster` / `smaller`: better than the baseline by that "
              "factor, significant; `! 1.02x slower` / `bigger`: worse, significant; `~`: tested "
@@ -194,7 +210,7 @@ int report_write(const results *r, const char *dir, int print_tables) {
              "release (see the Allocators table); the unassisted section: the same processes "
              "before that call.\n\n```text\n",
           base >= 0 ? r->allocs[base].name : "?");
-  table_mallocbench(f, r, s, ns);
+  table_mallocbench(f, r, s, ns, 0);
   fprintf(f, "```\n\n## benchstat\n\nEvery metric of every benchmark, baseline against each "
              "other allocator. `delta` = (other / baseline − 1) × 100 when p < 0.05, else `~`.\n\n"
              "```text\n");
@@ -204,8 +220,12 @@ int report_write(const results *r, const char *dir, int print_tables) {
   fclose(f);
 
   if (print_tables) {
+    if (table_has_apps(r)) {
+      printf("Real applications (baseline %s):\n\n", base >= 0 ? r->allocs[base].name : "?");
+      table_mallocbench(stdout, r, s, ns, 1);
+    }
     printf("MallocBench comparison (baseline %s):\n\n", base >= 0 ? r->allocs[base].name : "?");
-    table_mallocbench(stdout, r, s, ns);
+    table_mallocbench(stdout, r, s, ns, 0);
     printf("benchstat:\n\n");
     table_benchstat(stdout, r, s, ns);
     for (int a = 0; a < r->nalloc; a++)

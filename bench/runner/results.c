@@ -156,7 +156,7 @@ static void put_field(FILE *f, const char *s) {
 }
 
 static const char *kind_name(job_kind k) {
-  static const char *n[] = {"mallocbench", "startup", "scaling", "commit", "fastpath", "replay"};
+  static const char *n[] = {"mallocbench", "startup", "scaling", "commit", "fastpath", "replay", "app"};
   return n[k];
 }
 
@@ -307,7 +307,7 @@ int results_load(results *r, const char *path) {
       memset(j, 0, sizeof *j);
       j->name = xstrdup(fl[1]);
       j->kind = JOB_MALLOCBENCH;
-      for (int k = 0; k <= JOB_REPLAY; k++)
+      for (int k = 0; k <= JOB_APP; k++)
         if (!strcmp(fl[2], kind_name((job_kind)k))) j->kind = (job_kind)k;
       j->missing = strcmp(fl[3], "ok") != 0;
       j->why = *fl[4] ? xstrdup(fl[4]) : NULL;

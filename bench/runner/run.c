@@ -262,7 +262,7 @@ run_outcome run_one(results *r, int j, int a, int run, int timeout_s) {
     snprintf(o.why, sizeof o.why, "pipe: %s", strerror(errno));
     return o;
   }
-  char **env = child_env(al->path, run > 0);
+  char **env = child_env(al->path, run > 0 || !jb->pause);
   double t0 = now_s();
   pid_t pid = fork();
   if (pid < 0) {

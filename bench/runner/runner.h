@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #define MAX_ARGS 24
+#define MIN_RUNS 3 /* the budget mode's least rounds per benchmark (main.c) */
 
 typedef struct {
   char *name;      /* column name, e.g. "jemalloc" */
@@ -34,6 +35,7 @@ typedef enum {
   JOB_COMMIT,      /* bench-commit */
   JOB_FASTPATH,    /* bench-fastpath */
   JOB_REPLAY,      /* lithe-replay TRACE */
+  JOB_APP,         /* bench-app --app NAME: a real application (own table, own means) */
 } job_kind;
 
 typedef struct {
@@ -43,6 +45,7 @@ typedef struct {
   char *argv[MAX_ARGS]; /* argv[0] = program, NULL-terminated */
   int runs;             /* processes per allocator */
   int missing;          /* program not built: reported, not run */
+  int pause;            /* first round: the unassisted-memory pause (--unassisted) */
   char *why;
 } job;
 
@@ -129,13 +132,17 @@ void run_parse_line(results *r, int j, int a, int run, const char *line, int *nb
                     int *skipped, char *skipwhy, size_t skipwhylen);
 
 /* table.c --------------------------------------------------------------- */
-/* The MallocBench comparison table (docs/runner.md, "Output" 1). */
-void table_mallocbench(FILE *f, const results *r, const series *s, int ns);
+/* The MallocBench comparison table (docs/runner.md, "Output" 1): the
+ * synthetic rows and replays (apps = 0) or the real applications (apps =
+ * 1), each with its own means. */
+void table_mallocbench(FILE *f, const results *r, const series *s, int ns, int apps);
+/* any real-application row in the run list */
+int table_has_apps(const results *r);
 /* benchstat-style rows, baseline vs each other allocator ("Output" 2). */
 void table_benchstat(FILE *f, const results *r, const series *s, int ns);
 /* markdown: per allocator, in how many MallocBench rows it beats the
  * baseline on time / peak / end (and how many of those are significant) */
-void table_glance(FILE *f, const results *r, const series *s, int ns);
+void table_glance(FILE *f, const results *r, const series *s, int ns, int apps);
 /* --aa: per metric, how many rows an A/A pair made significant, the
  * paired-round range of its geometric mean ratio and the noise floor (the
  * smallest ratio each row could have called significant); markdown */

@@ -95,6 +95,17 @@ static int in_mallocbench_table(const job *j) {
   return j->kind == JOB_MALLOCBENCH || j->kind == JOB_REPLAY;
 }
 
+/* the rows of one table: synthetic and replays, or real applications */
+static int in_table(const job *j, int apps) {
+  return apps ? j->kind == JOB_APP : in_mallocbench_table(j);
+}
+
+int table_has_apps(const results *r) {
+  for (int j = 0; j < r->njob; j++)
+    if (r->jobs[j].kind == JOB_APP) return 1;
+  return 0;
+}
+
 static void fmt_value(char *b, size_t n, double v, int is_time) {
   char t[64];
   if (is_time) {
@@ -184,7 +195,7 @@ static void print_rows(FILE *f, const results *r, mrow *rows, int nrows, int nam
   free(cw);
 }
 
-void table_mallocbench(FILE *f, const results *r, const series *s, int ns) {
+void table_mallocbench(FILE *f, const results *r, const series *s, int ns, int apps) {
   int base = results_baseline(r), na = r->nalloc;
   if (base < 0) return;
   static const char *units[] = {"ns/op", "peak-kB", "end-kB", "unassisted-end-kB"};
@@ -195,7 +206,7 @@ void table_mallocbench(FILE *f, const results *r, const series *s, int ns) {
       "purge delay):"};
   int namew = (int)strlen("<arithmetic mean>");
   for (int j = 0; j < r->njob; j++)
-    if (in_mallocbench_table(&r->jobs[j]) && (int)strlen(r->jobs[j].name) > namew)
+    if (in_table(&r->jobs[j], apps) && (int)strlen(r->jobs[j].name) > namew)
       namew = (int)strlen(r->jobs[j].name);
   namew += 4;
 
@@ -213,15 +224,18 @@ void table_mallocbench(FILE *f, const results *r, const series *s, int ns) {
     int nbench = 0;
     int *benchjob = calloc((size_t)r->njob + 1, sizeof *benchjob);
     for (int j = 0; j < r->njob; j++) {
-      if (!in_mallocbench_table(&r->jobs[j]) || r->jobs[j].missing) continue;
-      benchjob[nbench] = j;
-      nbench++;
+      if (!in_table(&r->jobs[j], apps) || r->jobs[j].missing) continue;
       const series *sj = NULL;
       for (int k = 0; k < ns; k++)
         if (s[k].job == j && !strcmp(s[k].unit, units[u])) {
           sj = &s[k];
           break;
         }
+      /* the unassisted figure is taken in some rows only (--unassisted):
+       * that section lists the rows that have it */
+      if (u == 3 && !sj) continue;
+      benchjob[nbench] = j;
+      nbench++;
       mrow row = {xstrdup(r->jobs[j].name), calloc((size_t)na, sizeof(char *)),
                   calloc((size_t)na, sizeof(char *))};
       double bc = 0;
@@ -370,7 +384,7 @@ void table_mallocbench(FILE *f, const results *r, const series *s, int ns) {
     free(benchjob);
   }
   if (nrows == 0) {
-    fprintf(f, "(no MallocBench-style benchmark ran)\n");
+    fprintf(f, apps ? "(no real application ran)\n" : "(no MallocBench-style benchmark ran)\n");
     free(rows);
     return;
   }
@@ -554,7 +568,7 @@ void table_benchstat(FILE *f, const results *r, const series *s, int ns) {
 
 /* ---- 3. at a glance ------------------------------------------------------ */
 
-void table_glance(FILE *f, const results *r, const series *s, int ns) {
+void table_glance(FILE *f, const results *r, const series *s, int ns, int apps) {
   int base = results_baseline(r);
   if (base < 0) return;
   static const char *units[] = {"ns/op", "peak-kB", "end-kB"};
@@ -571,7 +585,7 @@ void table_glance(FILE *f, const results *r, const series *s, int ns) {
       int better = 0, worse = 0, sbetter = 0, sworse = 0, tested = 0;
       for (int k = 0; k < ns; k++) {
         const job *jb = &r->jobs[s[k].job];
-        if (!in_mallocbench_table(jb) || strcmp(s[k].unit, units[u])) continue;
+        if (!in_table(jb, apps) || strcmp(s[k].unit, units[u])) continue;
         if (results_cell_status(r, s[k].job, a, NULL) != CELL_OK ||
             results_cell_status(r, s[k].job, base, NULL) != CELL_OK)
           continue;
@@ -598,7 +612,9 @@ void table_glance(FILE *f, const results *r, const series *s, int ns) {
       fputs(" |", f);
     }
     int fails = 0;
-    for (int j = 0; j < r->njob; j++) fails += results_cell_status(r, j, a, NULL) == CELL_FAIL;
+    for (int j = 0; j < r->njob; j++)
+      fails += (r->jobs[j].kind == JOB_APP) == (apps != 0) &&
+               results_cell_status(r, j, a, NULL) == CELL_FAIL;
     fprintf(f, " %d |\n", fails);
   }
   fputc('\n', f);
