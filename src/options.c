@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -46,6 +47,12 @@ static unsigned refused_mask; /* bit OPT_x: its value was refused    */
 
 static void write_all(const char *s, size_t n);
 static void cat(char *buf, size_t *len, size_t cap, const char *s);
+static void say(const char *part, ...);
+
+static void fmt_signed(char *out, long v) {
+  if (v < 0) *out++ = '-';
+  fmt_dec(out, v < 0 ? (uint64_t)-(v + 1) + 1 : (uint64_t)v);
+}
 
 /* ---- one parser for every option ---------------------------------------
  * Every LITHE_* value is read by one of these, here and in the profiler
@@ -73,20 +80,9 @@ const char *option_get(const char *name) {
 }
 
 void option_refuse(const char *name, const char *value, const char *why, const char *instead) {
-  char buf[512];
-  size_t len = 0;
   int i = option_index(name);
   if (i >= 0) refused_mask |= 1u << i;
-  cat(buf, &len, sizeof buf, "lithe: ");
-  cat(buf, &len, sizeof buf, name);
-  cat(buf, &len, sizeof buf, "=");
-  cat(buf, &len, sizeof buf, value);
-  cat(buf, &len, sizeof buf, " refused (");
-  cat(buf, &len, sizeof buf, why);
-  cat(buf, &len, sizeof buf, "); using ");
-  cat(buf, &len, sizeof buf, instead);
-  cat(buf, &len, sizeof buf, "\n");
-  write_all(buf, len);
+  say("lithe: ", name, "=", value, " refused (", why, "); using ", instead, "\n", NULL);
 }
 
 /* "4096", "512k", "64m", "64MiB", "1g", "2T" -> bytes: no sign, no
@@ -151,12 +147,7 @@ bool option_ms(const char *name, long *val, long min, long max) {
   const char *v = option_get(name);
   if (!v) return false;
   char dflt[24];
-  if (*val < 0) {
-    dflt[0] = '-';
-    fmt_dec(dflt + 1, (uint64_t)-*val);
-  } else {
-    fmt_dec(dflt, (uint64_t)*val);
-  }
+  fmt_signed(dflt, *val);
   const char *p = v + (*v == '-');
   uint64_t n = 0;
   bool ok = *p >= '0' && *p <= '9';
@@ -319,16 +310,22 @@ static void cat(char *buf, size_t *len, size_t cap, const char *s) {
   buf[*len] = '\0';
 }
 
-void lithe_warn(const char *msg, size_t value) {
-  char buf[256], num[24];
+/* One line on stderr from its parts (NULL ends them), in one write(2):
+ * no allocation, no stdio. */
+static void say(const char *part, ...) {
+  char buf[512];
   size_t len = 0;
-  cat(buf, &len, sizeof buf, "lithe: warning: ");
-  cat(buf, &len, sizeof buf, msg);
-  cat(buf, &len, sizeof buf, " ");
-  fmt_dec(num, value);
-  cat(buf, &len, sizeof buf, num);
-  cat(buf, &len, sizeof buf, "\n");
+  va_list ap;
+  va_start(ap, part);
+  for (; part; part = va_arg(ap, const char *)) cat(buf, &len, sizeof buf, part);
+  va_end(ap);
   write_all(buf, len);
+}
+
+void lithe_warn(const char *msg, size_t value) {
+  char num[24];
+  fmt_dec(num, value);
+  say("lithe: warning: ", msg, " ", num, "\n", NULL);
 }
 
 /* LITHE_VERBOSE=1: every option, its value and where the value came from,
@@ -340,19 +337,11 @@ void lithe_warn(const char *msg, size_t value) {
 void options_report(void) {
   if (!lithe_opt.verbose) return;
   for (int i = 0; i < OPT_COUNT; i++) {
-    char buf[320], num[24];
+    char num[24];
     const char *val = num;
-    size_t len = 0;
     switch (i) {
       case OPT_ARENA_SIZE: fmt_dec(num, lithe_opt.arena_size); break;
-      case OPT_PURGE_DELAY:
-        if (lithe_opt.purge_delay_ms < 0) {
-          num[0] = '-';
-          fmt_dec(num + 1, (uint64_t)-lithe_opt.purge_delay_ms);
-        } else {
-          fmt_dec(num, (uint64_t)lithe_opt.purge_delay_ms);
-        }
-        break;
+      case OPT_PURGE_DELAY: fmt_signed(num, lithe_opt.purge_delay_ms); break;
       case OPT_PURGE_THREAD: val = purge_thread_words[lithe_opt.purge_thread]; break;
       case OPT_HUGEPAGES: val = lithe_opt.hugepages ? "1" : "0"; break;
       case OPT_ON_ERROR: val = on_error_words[lithe_opt.on_error_ignore]; break;
@@ -363,23 +352,13 @@ void options_report(void) {
         val = v && !(refused_mask & (1u << i)) ? v : other_defaults[i - OPT_OWN];
       }
     }
-    cat(buf, &len, sizeof buf, "lithe: option ");
-    cat(buf, &len, sizeof buf, option_names[i]);
-    cat(buf, &len, sizeof buf, "=");
-    cat(buf, &len, sizeof buf, val);
-    cat(buf, &len, sizeof buf, refused_mask & (1u << i) ? " (default; the environment's value was refused)\n"
-                               : from_env & (1u << i) ? " (environment)\n" : " (default)\n");
-    write_all(buf, len);
+    say("lithe: option ", option_names[i], "=", val, refused_mask & (1u << i) ? " (default; the environment's value was refused)\n"
+                               : from_env & (1u << i) ? " (environment)\n" : " (default)\n", NULL);
   }
 }
 
 void lithe_fatal(const char *msg) {
-  char buf[256];
-  size_t len = 0;
-  cat(buf, &len, sizeof buf, "lithe: fatal: ");
-  cat(buf, &len, sizeof buf, msg);
-  cat(buf, &len, sizeof buf, "\n");
-  write_all(buf, len);
+  say("lithe: fatal: ", msg, "\n", NULL);
   abort();
 }
 
@@ -387,16 +366,8 @@ void lithe_fatal(const char *msg) {
  * SIGABRT unless LITHE_ON_ERROR=ignore, in which case the call returns
  * having done nothing. */
 void lithe_report(const char *op, const void *p, const char *what) {
-  char buf[256], hex[24];
-  size_t len = 0;
+  char hex[24];
   fmt_hex(hex, (uintptr_t)p);
-  cat(buf, &len, sizeof buf, "lithe: ");
-  cat(buf, &len, sizeof buf, op);
-  cat(buf, &len, sizeof buf, "(");
-  cat(buf, &len, sizeof buf, hex);
-  cat(buf, &len, sizeof buf, "): ");
-  cat(buf, &len, sizeof buf, what);
-  cat(buf, &len, sizeof buf, lithe_opt.on_error_ignore ? " (ignored)\n" : "\n");
-  write_all(buf, len);
+  say("lithe: ", op, "(", hex, "): ", what, lithe_opt.on_error_ignore ? " (ignored)\n" : "\n", NULL);
   if (!lithe_opt.on_error_ignore) abort();
 }
