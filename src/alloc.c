@@ -31,9 +31,13 @@
  *               (their own mapping, resized with mremap; freed ones kept
  *               for the purge delay and reused best-fit).
  *   sample.c    when the profiler samples: its mode, random intervals.
- *   heap.c      per-thread heaps (initial-exec TLS): bins, spans per
- *               class, the small slow paths, remote frees, thread exit
- *               (abandon / adopt), fork.
+ *   heap.c      a thread heap's spans: per class the available and full
+ *               lists, the cache of empty spans, remote-free notification,
+ *               spans abandoned and adopted; the free slow paths.
+ *   bin.c       a thread's bins (per-class free blocks in its TLS block):
+ *               spill, flush back to the spans, capacities, decay, refill.
+ *   thread.c    a thread's heap over its life (initial-exec TLS): made,
+ *               the malloc slow path, collection, thread exit, fork.
  *   prof.c      sampled heap profiles (LITHE_PROF) and leak reports
  *               (LITHE_LEAKS); its hook is one subtract-and-compare in
  *               fastpath.h.
@@ -94,7 +98,7 @@ void *lt_malloc(size_t n) { return malloc_api(n); }
 
 /* malloc's slow path (fastpath.h): a thread's first allocation, a sample,
  * an empty bin, a large object.  (NOINLINE: the same code as when it
- * lived in heap.c, not inlined into the entry points.) */
+ * lived in heap.c (now thread.c), not inlined into the entry points.) */
 NOINLINE void *heap_malloc_generic(size_t size, heap_t *h) {
   if (unlikely(size > ALLOC_MAX)) { errno = ENOMEM; return NULL; } /* (malloc_inline's) */
   if (unlikely(h == &lithe_empty_heap)) lithe_process_init(); /* size_class needs it */
@@ -149,7 +153,7 @@ static inline span_t *checked_span(const char *op, const void *p) {
  * of the class (where this thread's last free put it, its own block or
  * another thread's: key overwritten since), or at the head of the span's
  * remote list (where the free of a thread with no heap yet put it:
- * heap.c, heap_bin_spill). */
+ * bin.c, heap_bin_spill). */
 static inline bool small_freed(span_t *s, block_t *b) {
   heap_t *h = lithe_tls_heap;
   return (block_key(b) == span_free_key(s) || b == h->bins->bin[s->cls] || b == h->bins->bin[s->bin_cls] ||

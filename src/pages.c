@@ -48,7 +48,7 @@ static const page_caches_t no_caches = {no_reclaim, no_reclaim_due, no_expire, n
 const page_caches_t *page_caches = &no_caches;
 
 _Atomic uint32_t pages_epoch; /* purge passes so far: heaps empty their bins
-                                 when it moves (heap.c, heap_decay) */
+                                 when it moves (bin.c, heap_decay) */
 
 #define NSIZE_LISTS 64 /* size_lists[1..63]: exact page counts; [0]: 64 pages and up */
 static span_list_t size_lists[NSIZE_LISTS];

@@ -870,7 +870,7 @@ static void leak_report(void) {
 /* secure_getenv, as options.c: a setuid program must not be made to
  * write profiles where its caller says */
 void prof_init(void) {
-  prof_sampled_malloc = prof_malloc; /* (heap.c: a thread's first block) */
+  prof_sampled_malloc = prof_malloc; /* (thread.c: a thread's first block) */
   const char *v;
   if ((v = secure_getenv("LITHE_PROF")) != NULL) prof_mode = v[0] == '1' ? PROF_SAMPLE : PROF_OFF;
   if ((v = secure_getenv("LITHE_LEAKS")) != NULL && v[0] == '1') prof_mode = PROF_LEAKS;
