@@ -86,7 +86,8 @@ void lock_reinit(pthread_mutex_t *m) INTERNAL;
  * 64 KiB (the commit step's grain): the last few hundred KiB of address
  * space serve the heap, as glibc's brk heap grows into them (a program
  * that mallocs 100 B blocks until NULL under ulimit -v 16384 got 0.948 of
- * glibc's bytes with 1 MiB the least, 0.966 so; tests/regress_ulimit_v.c). */
+ * glibc's bytes with 1 MiB the least, 0.966 so;
+ * tests/regress/arena/regress_ulimit_v.c). */
 #define ARENA_LAST_MIN ((size_t)64 * KiB)
 _Static_assert(ARENA_LAST_MIN % PAGE_SIZE == 0 && ARENA_FALLBACK_MIN % ARENA_LAST_MIN == 0,
                "arenas halve to whole pages");
@@ -349,6 +350,56 @@ static inline char *span_bump(const span_t *s) {
 static inline void span_set_bump(span_t *s, char *bump) {
   __atomic_store_n(&s->bump, bump, __ATOMIC_RELAXED);
 }
+
+/* Which pages of a free run (pages.c) may be resident.
+ * A free run merged from a purged run and a freed one holds both: counted
+ * resident whole (as it was), the freed blocks' neighbours made the limit
+ * (limit.c) purge other runs' real pages for pages that were not there,
+ * and the next phase faulted the difference in
+ * (docs/lab/2026-12-02-near-the-memory-limit.md).  So a run says where its resident pages may lie and
+ * how many they are at most (span_t.dirty_lo, dirty_hi, dirty_n); pages
+ * outside that window read as zero.  A split gives each part the window's
+ * piece in it, and the count, at most that piece (so an upper bound: the
+ * limit is never passed for a count too low); a merge joins the windows
+ * and adds the counts; a purge purges only the window.  run_dirty_all:
+ * the whole run (large.c's run cache sets it too). */
+static inline void run_clean(span_t *s) {
+  s->dirty = 0;
+  s->dirty_lo = s->dirty_hi = NULL;
+  s->dirty_n = 0;
+}
+
+/* Run t, a part of run s (or s itself after its bounds moved), takes the
+ * piece of s's window that lies in it. */
+static inline void run_dirty_part(span_t *t, const span_t *s) {
+  char *lo = s->dirty_lo > t->start ? s->dirty_lo : t->start;
+  char *end = t->start + t->bytes, *hi = s->dirty_hi < end ? s->dirty_hi : end;
+  size_t n = s->dirty_n;
+  if (!s->dirty || lo >= hi) {
+    run_clean(t);
+    return;
+  }
+  t->dirty = 1;
+  t->dirty_lo = lo;
+  t->dirty_hi = hi;
+  t->dirty_n = n < (size_t)(hi - lo) ? n : (size_t)(hi - lo);
+}
+
+/* `into` (grown to cover both) takes `other`'s resident pages too. */
+static inline void run_dirty_merge(span_t *into, const span_t *other) {
+  if (!other->dirty) return;
+  if (!into->dirty) {
+    into->dirty_lo = other->dirty_lo;
+    into->dirty_hi = other->dirty_hi;
+    into->dirty_n = other->dirty_n;
+  } else {
+    if (other->dirty_lo < into->dirty_lo) into->dirty_lo = other->dirty_lo;
+    if (other->dirty_hi > into->dirty_hi) into->dirty_hi = other->dirty_hi;
+    into->dirty_n += other->dirty_n;
+  }
+  into->dirty = 1;
+}
+
 /* All of run s may hold resident pages: its window (span_t.dirty_lo,
  * dirty_hi, dirty_n; pages.c) is the whole run. */
 static inline void run_dirty_all(span_t *s) {
