@@ -27,9 +27,10 @@
  *   span.c      a span = pages holding blocks of one class: an owner-only
  *               free list, an atomic list for frees from other threads,
  *               lazily carved from a bump pointer.
- *   large.c     large objects (page runs, up to 1 MiB) and xlarge ones
- *               (their own mapping, resized with mremap; freed ones kept
- *               for the purge delay and reused best-fit).
+ *   xlarge.c    objects above 1 MiB: a mapping each, resized with mremap;
+ *               freed ones kept for the purge delay and reused best-fit.
+ *   large.c     large objects (page runs, up to 1 MiB) and their per-thread
+ *               cache; sends bigger ones to xlarge.c.
  *   sample.c    when the profiler samples: its mode, random intervals.
  *   heap.c      a thread heap's spans: per class the available and full
  *               lists, the cache of empty spans, remote-free notification,

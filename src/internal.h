@@ -831,7 +831,7 @@ void arena_decommit_above(arena_t *a, char *top) INTERNAL;
 size_t arena_trim_tails(void) INTERNAL;
 
 /* pages.c: the page heap */
-/* the caches above it (large.c), registered by large_init: see pages.c */
+/* the caches above it (large.c, xlarge.c), registered by large_init: see pages.c */
 typedef struct {
   bool (*reclaim)(uint64_t now, uint64_t by, uint64_t prev, bool all, bool hinted); /* lcache_reclaim */
   uint64_t (*reclaim_due)(uint64_t now);                                            /* lcache_due */
@@ -996,15 +996,22 @@ void heap_fork_prepare(void) INTERNAL;
 void heap_fork_parent(void) INTERNAL;
 void heap_fork_child(void) INTERNAL;
 
+/* xlarge.c: objects above large_max, each a mapping of its own */
+extern _Atomic size_t stat_xlarge_live, stat_xlarge_bytes, stat_xlarge_cached_bytes INTERNAL;
+/* cached_only: only cached memory that holds it whole, else NULL */
+void *xlarge_alloc(size_t size, size_t align, bool zero, bool cached_only) INTERNAL;
+void xlarge_free(span_t *s) INTERNAL;
+void *xlarge_resize(span_t *s, size_t size) INTERNAL; /* NULL: copy instead */
+bool xcache_expire(uint64_t by, bool all) INTERNAL; /* pages_lock held; true: some unmapped */
+void xcache_yield(size_t bytes) INTERNAL;             /* pages_lock held */
+uint64_t xcache_due(void) INTERNAL;                   /* pages_lock held */
+
 /* large.c */
 void *large_alloc(size_t size, size_t align) INTERNAL;
 void *large_alloc_zero(size_t size, size_t align, bool zero) INTERNAL;
 void large_free(span_t *s) INTERNAL;
 void *large_realloc(span_t *s, size_t size) INTERNAL;
-extern _Atomic size_t stat_large_live, stat_xlarge_live, stat_xlarge_bytes, stat_xlarge_cached_bytes INTERNAL;
-bool xcache_expire(uint64_t by, bool all) INTERNAL; /* pages_lock held; true: some unmapped */
-void xcache_yield(size_t bytes) INTERNAL;             /* pages_lock held */
-uint64_t xcache_due(void) INTERNAL;                   /* pages_lock held */
+extern _Atomic size_t stat_large_live INTERNAL;
 extern void (*large_owner_forget)(span_t *s) INTERNAL; /* userheap.c's, see large.c */
 void large_init(void) INTERNAL;                       /* init: the large-run cache's key */
 bool lcache_reclaim(uint64_t now, uint64_t by, uint64_t prev, bool all, bool hinted) INTERNAL; /* pages_lock held */

@@ -173,12 +173,16 @@
 #define lcache_reclaim           _lithe_lcache_reclaim
 #define large_realloc            _lithe_large_realloc
 #define stat_large_live          _lithe_stat_large_live
+/* xlarge.c */
 #define stat_xlarge_bytes        _lithe_stat_xlarge_bytes
 #define stat_xlarge_cached_bytes _lithe_stat_xlarge_cached_bytes
 #define stat_xlarge_live         _lithe_stat_xlarge_live
 #define xcache_due               _lithe_xcache_due
 #define xcache_expire            _lithe_xcache_expire
 #define xcache_yield             _lithe_xcache_yield
+#define xlarge_alloc             _lithe_xlarge_alloc
+#define xlarge_free              _lithe_xlarge_free
+#define xlarge_resize            _lithe_xlarge_resize
 /* limit.c */
 #define limit_bytes            _lithe_limit_bytes
 #define limit_hard             _lithe_limit_hard
