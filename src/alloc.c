@@ -39,6 +39,8 @@
  *               spill, flush back to the spans, capacities, decay, refill.
  *   thread.c    a thread's heap over its life (initial-exec TLS): made,
  *               the malloc slow path, collection, thread exit, fork.
+ *   unwind.c    the profiler's cached x86-64 unwinder: a CFA rule learnt
+ *               once per return address from .eh_frame.
  *   prof.c      sampled heap profiles (LITHE_PROF) and leak reports
  *               (LITHE_LEAKS); its hook is one subtract-and-compare in
  *               fastpath.h.

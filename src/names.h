@@ -208,6 +208,16 @@
 #define lt_realloc            _lithe_lt_realloc
 #define lt_reallocarray       _lithe_lt_reallocarray
 #define lt_valloc             _lithe_lt_valloc
+/* unwind.c */
+#define fast_backtrace     _lithe_fast_backtrace
+#define unwind_checked     _lithe_unwind_checked
+#define unwind_fallbacks   _lithe_unwind_fallbacks
+#define unwind_find_object _lithe_unwind_find_object
+#define unwind_init        _lithe_unwind_init
+#define unwind_mismatch    _lithe_unwind_mismatch
+#define unwind_mode        _lithe_unwind_mode
+#define unwind_stuck       _lithe_unwind_stuck
+#define unwind_walked      _lithe_unwind_walked
 /* userheap.c */
 /* prof.c */
 #define prof_alloc         _lithe_prof_alloc
