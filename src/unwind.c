@@ -13,8 +13,10 @@
  * never unloaded, so their rules hold for good; a frame in a library
  * dlopen'ed later also asks _dl_find_object (lock-free, glibc >= 2.35)
  * which object holds it, and its entry is used only for the same address
- * in the same object (link_map): a rule learnt in a library since
- * unloaded is not applied to another one loaded at its address.
+ * in the same object (link_map) read from the same FDE and CIE bytes: a
+ * rule learnt in a library since unloaded is not applied to another one
+ * loaded at its address, even where its link_map reuses the old one's
+ * block (unwind_check_dl).
  * Anything else (no FDE,
  * a signal frame, a DWARF expression, rbp kept in another register, a
  * frame over 1 MiB) is remembered as "not cacheable"; that sample's
@@ -182,10 +184,9 @@ static bool run_cfa(const uint8_t *p, const uint8_t *end, uintptr_t *loc, uintpt
 /* The FDE of the code at pc, from the sorted table of its object's
  * .eh_frame_hdr (the form GNU ld writes: 4-byte entries relative to the
  * header); *func: where its code starts.  NULL: none, or another form. */
-static const uint8_t *find_fde(uintptr_t pc, uintptr_t *func) {
-  struct dl_find_object fo;
-  if (unwind_find_object((void *)pc, &fo) != 0 || !fo.dlfo_eh_frame) return NULL;
-  const uint8_t *hdr = fo.dlfo_eh_frame;
+static const uint8_t *fde_in(const struct dl_find_object *fo, uintptr_t pc, uintptr_t *func) {
+  if (!fo->dlfo_eh_frame) return NULL;
+  const uint8_t *hdr = fo->dlfo_eh_frame;
   /* version 1; eh_frame_ptr pcrel|sdata4, fde_count udata4, table datarel|sdata4 */
   if (hdr[0] != 1 || hdr[1] != 0x1b || hdr[2] != 0x03 || hdr[3] != 0x3b) return NULL;
   uint32_t count;
@@ -201,6 +202,41 @@ static const uint8_t *find_fde(uintptr_t pc, uintptr_t *func) {
   }
   *func = (uintptr_t)hdr + (uintptr_t)(intptr_t)table[2 * lo];
   return hdr + table[2 * lo + 1];
+}
+
+static const uint8_t *find_fde(uintptr_t pc, uintptr_t *func) {
+  struct dl_find_object fo;
+  if (unwind_find_object((void *)pc, &fo) != 0) return NULL;
+  return fde_in(&fo, pc, func);
+}
+
+/* The check of a rule learnt in a library loaded after start-up: the
+ * return address, the object (link_map), and what the rule is read from
+ * (where the function starts, its FDE's and CIE's bytes).  Keyed on the
+ * link_map alone, a dlclose and a dlopen of another library at the same
+ * address, whose link_map took the freed one's block, found the old
+ * library's rules (regress_unwind_dlreuse).  Same bytes: the same rule. */
+#define FDE_HASH_MAX 512 /* bytes of an FDE or CIE hashed, at most */
+static uint64_t bytes_hash(uint64_t h, const uint8_t *p) {
+  uint32_t len;
+  memcpy(&len, p, 4);
+  if (len > FDE_HASH_MAX) len = FDE_HASH_MAX;
+  for (uint32_t i = 0; i < len + 4; i++) h = (h ^ p[i]) * 0x100000001b3u;
+  return h;
+}
+
+static uint32_t unwind_check_dl(uintptr_t ra, const struct dl_find_object *fo) {
+  uintptr_t func = 0;
+  const uint8_t *fde = fde_in(fo, ra - 1, &func);
+  uint64_t h = 0xcbf29ce484222325u ^ func;
+  if (fde) {
+    uint32_t len, id;
+    memcpy(&len, fde, 4);
+    memcpy(&id, fde + 4, 4);
+    h = bytes_hash(h, fde);
+    if (len != 0 && len != 0xffffffffu) h = bytes_hash(h, fde + 4 - id);
+  }
+  return unwind_check(ra, fo->dlfo_link_map) ^ (uint32_t)(h >> 32) ^ (uint32_t)h;
 }
 
 /* The rule at return address ra, read from its FDE. */
@@ -303,7 +339,7 @@ static uint32_t rule_of(uintptr_t ra) {
   }
   struct dl_find_object fo;
   if (unwind_find_object((void *)(ra - 1), &fo) != 0) return RULE_NONE;
-  uint32_t check = unwind_check(ra, fo.dlfo_link_map);
+  uint32_t check = unwind_check_dl(ra, &fo);
   for (unsigned w = 0; w < UNWIND_WAYS; w++)
     if (hit[w] && (uint32_t)v[w] == check) return (uint32_t)(v[w] >> 32);
   uint32_t rule = learn_rule(ra);
