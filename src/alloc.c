@@ -54,6 +54,11 @@
  *   introspect.c glibc's mallinfo2/mallinfo/malloc_stats/malloc_info/mallopt.
  *   override.c  the exported malloc family and C++ operators.
  *
+ * Headers: types.h (the tunables, each with its reason, and the types),
+ * internal.h (every layer's prototypes and inline helpers; includes
+ * types.h), fastpath.h (the hot path), unwind.h (unwind.c for prof.c),
+ * debug.h (checked invariants), names.h (link names).
+ *
  * Where a lower layer must start work above it, a hook set once before
  * the first allocation carries the call, and only there: the page heap's
  * purge reaching the large caches (pages.c, page_caches, set by
