@@ -27,7 +27,7 @@
  * short spin (docs/lab/2026-12-01-medium-parallel.md). */
 pthread_mutex_t pages_lock = LOCK_INIT;
 size_t large_max;
-/* xlarge mappings, live and freed (large.c keeps them): counted here as
+/* xlarge mappings, live and freed (xlarge.c keeps them): counted here as
  * memory that may be resident (usage_locked) */
 _Atomic size_t stat_xlarge_bytes, stat_xlarge_cached_bytes;
 
@@ -357,7 +357,7 @@ static span_t *find_fit_reclaim(size_t npages) {
 }
 
 /* Commit up to need; the fresh pages' bytes are offered to the caches
- * above (cached xlarge memory makes room for them, large.c). */
+ * above (cached xlarge memory makes room for them, xlarge.c). */
 static bool commit_to(arena_t *a, char *need) {
   char *was = a->commit_top;
   if (!arena_commit_to(a, need)) return false;
@@ -887,7 +887,7 @@ void pages_free(span_t *s) {
   pthread_mutex_unlock(&pages_lock);
 }
 
-/* Near the memory limit a freed xlarge mapping is not cached (large.c)
+/* Near the memory limit a freed xlarge mapping is not cached (xlarge.c)
  * but its pages are resident, and the page heap's next runs would fault
  * in as many fresh ones (the limit first purging free runs to make room
  * for them): so the mapping's pages move (mremap, page tables only) into

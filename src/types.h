@@ -326,7 +326,7 @@ typedef struct span_s {
   size_t map_bytes;                  /* xlarge: whole mapping length     */
   char *map_base;                    /* xlarge: mapping start            */
   struct span_s *map_next;           /* xlarge made of several cached
-                                        mappings: its next piece (large.c) */
+                                        mappings: its next piece (xlarge.c) */
   /* heap profiling (prof.c): a sampled object has a page run of its own
    * (its free goes through large_free), and its stack bucket is here */
   struct prof_bucket_s *prof;        /* NULL: not sampled                */
