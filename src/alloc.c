@@ -27,13 +27,20 @@
  *   span.c      a span = pages holding blocks of one class: an owner-only
  *               free list, an atomic list for frees from other threads,
  *               lazily carved from a bump pointer.
- *   large.c     large objects (page runs, up to 1 MiB) and xlarge ones
- *               (their own mapping, resized with mremap; freed ones kept
- *               for the purge delay and reused best-fit).
+ *   xlarge.c    objects above 1 MiB: a mapping each, resized with mremap;
+ *               freed ones kept for the purge delay and reused best-fit.
+ *   large.c     large objects (page runs, up to 1 MiB) and their per-thread
+ *               cache; sends bigger ones to xlarge.c.
  *   sample.c    when the profiler samples: its mode, random intervals.
- *   heap.c      per-thread heaps (initial-exec TLS): bins, spans per
- *               class, the small slow paths, remote frees, thread exit
- *               (abandon / adopt), fork.
+ *   heap.c      a thread heap's spans: per class the available and full
+ *               lists, the cache of empty spans, remote-free notification,
+ *               spans abandoned and adopted; the free slow paths.
+ *   bin.c       a thread's bins (per-class free blocks in its TLS block):
+ *               spill, flush back to the spans, capacities, decay, refill.
+ *   thread.c    a thread's heap over its life (initial-exec TLS): made,
+ *               the malloc slow path, collection, thread exit, fork.
+ *   unwind.c    the profiler's cached x86-64 unwinder: a CFA rule learnt
+ *               once per return address from .eh_frame.
  *   prof.c      sampled heap profiles (LITHE_PROF) and leak reports
  *               (LITHE_LEAKS); its hook is one subtract-and-compare in
  *               fastpath.h.
@@ -46,6 +53,11 @@
  *   stats.c     counters, the heap walk, lithe_stats_get, the report at exit.
  *   introspect.c glibc's mallinfo2/mallinfo/malloc_stats/malloc_info/mallopt.
  *   override.c  the exported malloc family and C++ operators.
+ *
+ * Headers: types.h (the tunables, each with its reason, and the types),
+ * internal.h (every layer's prototypes and inline helpers; includes
+ * types.h), fastpath.h (the hot path), unwind.h (unwind.c for prof.c),
+ * debug.h (checked invariants), names.h (link names).
  *
  * Where a lower layer must start work above it, a hook set once before
  * the first allocation carries the call, and only there: the page heap's
@@ -94,7 +106,7 @@ void *lt_malloc(size_t n) { return malloc_api(n); }
 
 /* malloc's slow path (fastpath.h): a thread's first allocation, a sample,
  * an empty bin, a large object.  (NOINLINE: the same code as when it
- * lived in heap.c, not inlined into the entry points.) */
+ * lived in heap.c (now thread.c), not inlined into the entry points.) */
 NOINLINE void *heap_malloc_generic(size_t size, heap_t *h) {
   if (unlikely(size > ALLOC_MAX)) { errno = ENOMEM; return NULL; } /* (malloc_inline's) */
   if (unlikely(h == &lithe_empty_heap)) lithe_process_init(); /* size_class needs it */
@@ -149,7 +161,7 @@ static inline span_t *checked_span(const char *op, const void *p) {
  * of the class (where this thread's last free put it, its own block or
  * another thread's: key overwritten since), or at the head of the span's
  * remote list (where the free of a thread with no heap yet put it:
- * heap.c, heap_bin_spill). */
+ * bin.c, heap_bin_spill). */
 static inline bool small_freed(span_t *s, block_t *b) {
   heap_t *h = lithe_tls_heap;
   return (block_key(b) == span_free_key(s) || b == h->bins->bin[s->cls] || b == h->bins->bin[s->bin_cls] ||

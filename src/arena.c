@@ -45,7 +45,8 @@ void arena_decommit_above(arena_t *a, char *top) {
  * one: when no new arena fits, every arena gives back what lies above its
  * bump (never carved: no span, free run or map entry is there; committed
  * but untouched up to commit_top) and ends there.  Returns the bytes
- * given back (tests/regress_ulimit_v.c; docs/lab/2026-12-07-ulimit-v.md). */
+ * given back (tests/regress/arena/regress_ulimit_v.c;
+ * docs/lab/2026-12-07-ulimit-v.md). */
 size_t arena_trim_tails(void) {
   lt_assert_held(&pages_lock);
   size_t freed = 0;

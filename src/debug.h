@@ -61,7 +61,7 @@ __attribute__((noreturn, cold)) void lithe_assert_fail(const char *expr, const c
  * not ordered. */
 enum lock_rank {
   RANK_NONE = 0,
-  RANK_FALLBACK = 1, /* heap.c fallback_lock: around a whole malloc    */
+  RANK_FALLBACK = 1, /* thread.c fallback_lock: around a whole malloc    */
   RANK_HEAPS,        /* heap.c heaps_lock: heap pool                   */
   RANK_ABANDONED,    /* heap.c abandoned_lock: -> pages_free           */
   RANK_PAGES,        /* pages.c pages_lock: -> arena_new, descriptors  */

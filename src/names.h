@@ -12,7 +12,7 @@
  * allocator entry points; internals that already carry the `lithe_` prefix
  * (lithe_opt, lithe_tls_heap, ...) keep it: the prefix is lithe's own.
  *
- * The test `static_namespace` (tests/static_namespace.sh) lists every
+ * The test `static_namespace` (tests/api/static_namespace.sh) lists every
  * defined global of liblithe.a and fails on one that is neither public nor
  * prefixed: a new internal function is added here, in its file's group,
  * before it lands.  Included first by internal.h, so every file of src/
@@ -114,30 +114,56 @@
 #define sizeclass_init         _lithe_sizeclass_init
 /* heap.c */
 #define abandoned_lock          _lithe_abandoned_lock
-#define fallback_lock           _lithe_fallback_lock
-#define heap_bin_has            _lithe_heap_bin_has
-#define heap_bin_spill          _lithe_heap_bin_spill
-#define heap_collect            _lithe_heap_collect
-#define heap_decay              _lithe_heap_decay
+#define all_heaps               _lithe_all_heaps
+#define cache_flush             _lithe_cache_flush
+#define cache_grab              _lithe_cache_grab
+#define cache_take              _lithe_cache_take
+#define cache_take_all          _lithe_cache_take_all
+#define heap_adopt              _lithe_heap_adopt
 #define heap_discard_all        _lithe_heap_discard_all
-#define heap_fork_child         _lithe_heap_fork_child
-#define heap_fork_hook          _lithe_heap_fork_hook
-#define heap_fork_parent        _lithe_heap_fork_parent
-#define heap_fork_prepare       _lithe_heap_fork_prepare
+#define heap_drain_remote       _lithe_heap_drain_remote
 #define heap_free_local_slow    _lithe_heap_free_local_slow
-#define heap_free_remote        _lithe_heap_free_remote
-#define heap_key_init           _lithe_heap_key_init
-#define heap_malloc_class       _lithe_heap_malloc_class
-#define heap_malloc_generic     _lithe_heap_malloc_generic
-#define heap_thread_exit        _lithe_heap_thread_exit
+#define heap_give_away          _lithe_heap_give_away
 #define heap_verify             _lithe_heap_verify
-#define heaps_bin_has           _lithe_heaps_bin_has
-#define heaps_binned            _lithe_heaps_binned
 #define heaps_collect_abandoned _lithe_heaps_collect_abandoned
+#define heaps_ncreated          _lithe_heaps_ncreated
+#define heaps_nlive             _lithe_heaps_nlive
 #define heaps_lock              _lithe_heaps_lock
 #define heaps_stats             _lithe_heaps_stats
 #define heaps_take_caches       _lithe_heaps_take_caches
 #define lock_reinit             _lithe_lock_reinit
+#define refile_from_full        _lithe_refile_from_full
+#define span_abandon            _lithe_span_abandon
+#define span_free_remote        _lithe_span_free_remote
+#define span_release            _lithe_span_release
+#define span_to_pages           _lithe_span_to_pages
+#define spans_small_live        _lithe_spans_small_live
+#define wait_notifying          _lithe_wait_notifying
+/* bin.c */
+#define bin_pop                 _lithe_bin_pop
+#define bin_refill              _lithe_bin_refill
+#define heap_bin_has            _lithe_heap_bin_has
+#define heap_bin_spill          _lithe_heap_bin_spill
+#define heap_bins_detach        _lithe_heap_bins_detach
+#define heap_bins_flush         _lithe_heap_bins_flush
+#define heap_bins_flush_over    _lithe_heap_bins_flush_over
+#define heap_bins_reachable     _lithe_heap_bins_reachable
+#define heap_bins_restart       _lithe_heap_bins_restart
+#define heap_decay              _lithe_heap_decay
+#define heap_free_remote        _lithe_heap_free_remote
+#define heaps_bin_has           _lithe_heaps_bin_has
+#define heaps_binned            _lithe_heaps_binned
+/* thread.c */
+#define fallback_lock           _lithe_fallback_lock
+#define heap_collect            _lithe_heap_collect
+#define heap_fork_child         _lithe_heap_fork_child
+#define heap_fork_hook          _lithe_heap_fork_hook
+#define heap_fork_parent        _lithe_heap_fork_parent
+#define heap_fork_prepare       _lithe_heap_fork_prepare
+#define heap_key_init           _lithe_heap_key_init
+#define heap_malloc_class       _lithe_heap_malloc_class
+#define heap_malloc_generic     _lithe_heap_malloc_generic
+#define heap_thread_exit        _lithe_heap_thread_exit
 /* large.c */
 #define large_alloc              _lithe_large_alloc
 #define large_alloc_zero         _lithe_large_alloc_zero
@@ -148,12 +174,16 @@
 #define lcache_reclaim           _lithe_lcache_reclaim
 #define large_realloc            _lithe_large_realloc
 #define stat_large_live          _lithe_stat_large_live
+/* xlarge.c */
 #define stat_xlarge_bytes        _lithe_stat_xlarge_bytes
 #define stat_xlarge_cached_bytes _lithe_stat_xlarge_cached_bytes
 #define stat_xlarge_live         _lithe_stat_xlarge_live
 #define xcache_due               _lithe_xcache_due
 #define xcache_expire            _lithe_xcache_expire
 #define xcache_yield             _lithe_xcache_yield
+#define xlarge_alloc             _lithe_xlarge_alloc
+#define xlarge_free              _lithe_xlarge_free
+#define xlarge_resize            _lithe_xlarge_resize
 /* limit.c */
 #define limit_bytes            _lithe_limit_bytes
 #define limit_hard             _lithe_limit_hard
@@ -180,6 +210,16 @@
 #define lt_realloc            _lithe_lt_realloc
 #define lt_reallocarray       _lithe_lt_reallocarray
 #define lt_valloc             _lithe_lt_valloc
+/* unwind.c */
+#define fast_backtrace     _lithe_fast_backtrace
+#define unwind_checked     _lithe_unwind_checked
+#define unwind_fallbacks   _lithe_unwind_fallbacks
+#define unwind_find_object _lithe_unwind_find_object
+#define unwind_init        _lithe_unwind_init
+#define unwind_mismatch    _lithe_unwind_mismatch
+#define unwind_mode        _lithe_unwind_mode
+#define unwind_stuck       _lithe_unwind_stuck
+#define unwind_walked      _lithe_unwind_walked
 /* userheap.c */
 /* prof.c */
 #define prof_alloc         _lithe_prof_alloc

@@ -27,7 +27,7 @@
  * short spin (docs/lab/2026-12-01-medium-parallel.md). */
 pthread_mutex_t pages_lock = LOCK_INIT;
 size_t large_max;
-/* xlarge mappings, live and freed (large.c keeps them): counted here as
+/* xlarge mappings, live and freed (xlarge.c keeps them): counted here as
  * memory that may be resident (usage_locked) */
 _Atomic size_t stat_xlarge_bytes, stat_xlarge_cached_bytes;
 
@@ -48,7 +48,7 @@ static const page_caches_t no_caches = {no_reclaim, no_reclaim_due, no_expire, n
 const page_caches_t *page_caches = &no_caches;
 
 _Atomic uint32_t pages_epoch; /* purge passes so far: heaps empty their bins
-                                 when it moves (heap.c, heap_decay) */
+                                 when it moves (bin.c, heap_decay) */
 
 #define NSIZE_LISTS 64 /* size_lists[1..63]: exact page counts; [0]: 64 pages and up */
 static span_list_t size_lists[NSIZE_LISTS];
@@ -91,53 +91,7 @@ static inline unsigned size_list_of(size_t npages) { return npages < NSIZE_LISTS
 static inline size_t npages_of(const span_t *s) { return s->bytes >> PAGE_SHIFT; }
 
 /* ---- which pages of a free run may be resident ------------------------------
- * A free run merged from a purged run and a freed one holds both: counted
- * resident whole (as it was), the freed blocks' neighbours made the limit
- * (limit.c) purge other runs' real pages for pages that were not there,
- * and the next phase faulted the difference in
- * (docs/lab/2026-12-02-near-the-memory-limit.md).  So a run says where its resident pages may lie and
- * how many they are at most (span_t.dirty_lo, dirty_hi, dirty_n); pages
- * outside that window read as zero.  A split gives each part the window's
- * piece in it, and the count, at most that piece (so an upper bound: the
- * limit is never passed for a count too low); a merge joins the windows
- * and adds the counts; a purge purges only the window.  (run_dirty_all,
- * internal.h: the whole run, as large.c's run cache needs it too.) */
-static inline void run_clean(span_t *s) {
-  s->dirty = 0;
-  s->dirty_lo = s->dirty_hi = NULL;
-  s->dirty_n = 0;
-}
-
-/* Run t, a part of run s (or s itself after its bounds moved), takes the
- * piece of s's window that lies in it. */
-static void run_dirty_part(span_t *t, const span_t *s) {
-  char *lo = s->dirty_lo > t->start ? s->dirty_lo : t->start;
-  char *end = t->start + t->bytes, *hi = s->dirty_hi < end ? s->dirty_hi : end;
-  size_t n = s->dirty_n;
-  if (!s->dirty || lo >= hi) {
-    run_clean(t);
-    return;
-  }
-  t->dirty = 1;
-  t->dirty_lo = lo;
-  t->dirty_hi = hi;
-  t->dirty_n = n < (size_t)(hi - lo) ? n : (size_t)(hi - lo);
-}
-
-/* `into` (grown to cover both) takes `other`'s resident pages too. */
-static void run_dirty_merge(span_t *into, const span_t *other) {
-  if (!other->dirty) return;
-  if (!into->dirty) {
-    into->dirty_lo = other->dirty_lo;
-    into->dirty_hi = other->dirty_hi;
-    into->dirty_n = other->dirty_n;
-  } else {
-    if (other->dirty_lo < into->dirty_lo) into->dirty_lo = other->dirty_lo;
-    if (other->dirty_hi > into->dirty_hi) into->dirty_hi = other->dirty_hi;
-    into->dirty_n += other->dirty_n;
-  }
-  into->dirty = 1;
-}
+ * (the window: internal.h, run_dirty_part and run_dirty_merge) */
 
 /* A window merged across a purged or moved-out hole holds fewer resident
  * bytes than its length, and its bound says neither how many nor where:
@@ -403,7 +357,7 @@ static span_t *find_fit_reclaim(size_t npages) {
 }
 
 /* Commit up to need; the fresh pages' bytes are offered to the caches
- * above (cached xlarge memory makes room for them, large.c). */
+ * above (cached xlarge memory makes room for them, xlarge.c). */
 static bool commit_to(arena_t *a, char *need) {
   char *was = a->commit_top;
   if (!arena_commit_to(a, need)) return false;
@@ -937,7 +891,7 @@ void pages_free(span_t *s) {
   pthread_mutex_unlock(&pages_lock);
 }
 
-/* Near the memory limit a freed xlarge mapping is not cached (large.c)
+/* Near the memory limit a freed xlarge mapping is not cached (xlarge.c)
  * but its pages are resident, and the page heap's next runs would fault
  * in as many fresh ones (the limit first purging free runs to make room
  * for them): so the mapping's pages move (mremap, page tables only) into

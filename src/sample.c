@@ -16,7 +16,7 @@ size_t prof_rate = 512 * KiB; /* as jemalloc's lg_prof_sample 19 and Go */
 __thread int prof_busy __attribute__((tls_model("initial-exec"))); /* in the profiler: none sampled */
 /* The profiler's sampled malloc (prof.c, prof_malloc), set by prof_init
  * before the first allocation: a thread's first block, made where its
- * heap is made (heap.c), is sampled too, and the profiler allocates
+ * heap is made (thread.c), is sampled too, and the profiler allocates
  * through the heaps, above them: so a hook, not a call. */
 static void *no_sample(size_t n, heap_t *h) { (void)n, (void)h; return NULL; }
 void *(*prof_sampled_malloc)(size_t n, heap_t *h) = no_sample;
@@ -76,12 +76,12 @@ bool prof_tick_slow(heap_t *h) {
 }
 
 /* A thread's first small allocations may come from the shared heap, before
- * it has a heap of its own (heap.c, HEAPLESS_ALLOCS).  Those count against
+ * it has a heap of its own (thread.c, HEAPLESS_ALLOCS).  Those count against
  * the thread's first interval here, by their class size, and are never
  * sampled themselves: one that would end the interval is refused, the
  * thread makes its heap, whose prof_left continues the interval from what
  * is left (prof_heap_start), and that allocation, counted by its class
- * size too, is the sample (heap.c).  So a thread that allocates a little
+ * size too, is the sample (thread.c).  So a thread that allocates a little
  * is sampled as one with a heap from the start, its heapless blocks
  * standing for the interval's bytes as any unsampled block does. */
 static __thread intptr_t heapless_left __attribute__((tls_model("initial-exec")));

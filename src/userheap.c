@@ -38,7 +38,7 @@ struct lithe_heap_s {
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static lithe_heap_t *pool;
-static lithe_heap_t *all_heaps; /* never freed: destroyed ones are pooled */
+static lithe_heap_t *user_heaps_all; /* never freed: destroyed ones are pooled */
 
 static inline lithe_heap_t *of_heap(heap_t *h) {
   return (lithe_heap_t *)((char *)h - offsetof(lithe_heap_t, h));
@@ -54,7 +54,7 @@ static void userheap_large_forget(span_t *s);
  * holds 16.  Nothing takes another lock while holding one of these. */
 static void userheap_fork(int stage) {
   if (stage == 0) pthread_mutex_lock(&pool_lock);
-  for (lithe_heap_t *u = all_heaps; u; u = u->next_all) {
+  for (lithe_heap_t *u = user_heaps_all; u; u = u->next_all) {
     if (stage == 0) (pthread_mutex_lock)(&u->large_lock);
     else if (stage == 1) (pthread_mutex_unlock)(&u->large_lock);
     else (pthread_mutex_init)(&u->large_lock, NULL);
@@ -80,8 +80,8 @@ LITHE_API lithe_heap_t *lithe_heap_new(void) {
     /* its lock made once: a fork may take it as soon as u is listed */
     pthread_mutex_init(&u->large_lock, NULL);
     pthread_mutex_lock(&pool_lock);
-    u->next_all = all_heaps;
-    all_heaps = u;
+    u->next_all = user_heaps_all;
+    user_heaps_all = u;
     pthread_mutex_unlock(&pool_lock);
   }
   memset(&u->h, 0, sizeof u->h);
