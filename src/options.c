@@ -31,17 +31,19 @@ enum {
   OPT_ARENA_SIZE, OPT_PURGE_DELAY, OPT_PURGE_THREAD, OPT_HUGEPAGES, OPT_ON_ERROR, OPT_SHOW_STATS,
   OPT_VERBOSE, OPT_OWN, /* the options above are this file's; those below are read by */
   OPT_PROF = OPT_OWN,   /* the profiler and the memory limit, at their own set-up */
-  OPT_PROF_SAMPLE, OPT_PROF_PREFIX, OPT_PROF_PEAK, OPT_PROF_UNWIND, OPT_LEAKS, OPT_MEMORY_LIMIT,
+  OPT_PROF_SAMPLE, OPT_PROF_PREFIX, OPT_PROF_PEAK, OPT_PROF_UNWIND, OPT_PROF_INTERVAL, OPT_PROF_TIME,
+  OPT_PROF_SIGNAL, OPT_LEAKS, OPT_MEMORY_LIMIT,
   OPT_MEMORY_LIMIT_HARD, OPT_CGROUP_ROOT, OPT_STATS_PID, OPT_COUNT
 };
 static const char *const option_names[OPT_COUNT] = {
     "LITHE_ARENA_SIZE", "LITHE_PURGE_DELAY_MS", "LITHE_PURGE_THREAD", "LITHE_HUGEPAGES",
     "LITHE_ON_ERROR", "LITHE_SHOW_STATS", "LITHE_VERBOSE", "LITHE_PROF", "LITHE_PROF_SAMPLE",
-    "LITHE_PROF_PREFIX", "LITHE_PROF_PEAK", "LITHE_PROF_UNWIND", "LITHE_LEAKS",
+    "LITHE_PROF_PREFIX", "LITHE_PROF_PEAK", "LITHE_PROF_UNWIND", "LITHE_PROF_INTERVAL", "LITHE_PROF_TIME",
+    "LITHE_PROF_SIGNAL", "LITHE_LEAKS",
     "LITHE_MEMORY_LIMIT", "LITHE_MEMORY_LIMIT_HARD", "LITHE_CGROUP_ROOT", "LITHE_STATS_PID"};
 /* the defaults of the options read elsewhere, as LITHE_VERBOSE prints them */
 static const char *const other_defaults[OPT_COUNT - OPT_OWN] = {
-    "0", "512k", "lithe", "0", "fast", "0", "cgroup", "0", "/sys/fs/cgroup", "0"};
+    "0", "512k", "lithe", "0", "fast", "0", "0", "0", "0", "cgroup", "0", "/sys/fs/cgroup", "0"};
 static unsigned from_env;     /* bit OPT_x: the environment set it   */
 static unsigned refused_mask; /* bit OPT_x: its value was refused    */
 

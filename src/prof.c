@@ -43,6 +43,7 @@
 #include <execinfo.h>
 #include <fcntl.h>
 #include <link.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -101,6 +102,19 @@ static prof_bucket_t *_Atomic *table;
 static leak_entry_t *leaks;
 static _Atomic size_t leaks_dropped, dump_seq;
 static _Atomic size_t live_estimate, peak_next;
+/* Dumps while the program runs (PREFIX.<pid>.<n>.heap, numbered as
+ * lithe_prof_dump's): every LITHE_PROF_INTERVAL bytes allocated (the
+ * samples' estimate), every LITHE_PROF_TIME ms, and at LITHE_PROF_SIGNAL.
+ * All are checked on the sampled path only (prof_triggers); the handler
+ * only sets dump_asked.  With LITHE_PROF_SIGNAL, SIGTERM and SIGINT left
+ * at their default also write the exit profile, from the handler. */
+static size_t prof_interval;       /* bytes between dumps; 0: none         */
+static long prof_time_ms;          /* ms between dumps; 0: none            */
+static int prof_signal;            /* index in signal_words; 0: none       */
+static bool prof_also;             /* LITHE_PROF=1 with LITHE_LEAKS=1      */
+static _Atomic size_t alloc_estimate, interval_next;
+static _Atomic uint64_t time_next;
+static _Atomic int dump_asked;
 
 /* ---- stacks and buckets ------------------------------------------------ */
 
@@ -229,6 +243,7 @@ static inline __attribute__((always_inline)) prof_bucket_t *bucket_here(void) {
 
 static void leak_record(void *p, size_t n, prof_bucket_t *b);
 static void maybe_peak_dump(size_t live);
+static void prof_triggers(size_t weight);
 
 /* Live bytes a sample of n bytes stands for, for the peak trigger only:
  * n / (1 - exp(-n / rate)) lies between rate + n/2 (n << rate) and n. */
@@ -243,6 +258,7 @@ static void sample_record(span_t *s, size_t n, prof_bucket_t *b) {
   s->prof = b;
   size_t live = atomic_fetch_add_explicit(&live_estimate, sample_weight(n), memory_order_relaxed);
   if (prof_peak) maybe_peak_dump(live + sample_weight(n));
+  if (prof_interval | prof_time_ms | prof_signal) prof_triggers(n);
 }
 
 static inline __attribute__((always_inline)) void *sample_alloc(size_t n, size_t align, bool zero) {
@@ -315,6 +331,9 @@ void prof_free(span_t *s) {
 
 static void leak_record(void *p, size_t n, prof_bucket_t *b) {
   if (!b) { atomic_fetch_add_explicit(&leaks_dropped, 1, memory_order_relaxed); return; }
+  /* every block: the exit profile's allocated figures (LITHE_PROF=1 too) */
+  atomic_fetch_add_explicit(&b->allocs, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&b->alloc_bytes, n, memory_order_relaxed);
   uintptr_t a = (uintptr_t)p;
   uint64_t val = (uint64_t)(((char *)b - pool) >> 3) | ((uint64_t)n << 24);
   size_t mask = ((size_t)1 << LEAK_TABLE_BITS) - 1;
@@ -369,27 +388,45 @@ static void copy_maps(out_t *o) {
        off_ < end_ && (b = (prof_bucket_t *)(pool + off_))->size; off_ += b->size)      \
     if (b->depth != UINT32_MAX)
 
-/* The gperftools heap-profile text format ("heap_v2": sampled figures, and
- * the rate google-pprof scales them by). */
-static int write_profile(int fd) {
+/* What a profile's lines hold: the samples (sampled mode), or, from the
+ * leak table's records of every block (after leak_report counted them),
+ * what is live with what was allocated, or what leaked alone. */
+enum { PROFILE_SAMPLED, PROFILE_LIVE, PROFILE_LEAKED };
+
+static void bucket_figures(const prof_bucket_t *b, int what, uint64_t v[4]) {
+  uint64_t a = atomic_load(&b->allocs), ab = atomic_load(&b->alloc_bytes);
+  uint64_t f = atomic_load(&b->frees), fb = atomic_load(&b->free_bytes);
+  if (what == PROFILE_SAMPLED) { v[0] = a > f ? a - f : 0; v[1] = ab > fb ? ab - fb : 0; v[2] = a; v[3] = ab; }
+  else if (what == PROFILE_LIVE) { v[0] = b->leak_count; v[1] = b->leak_bytes; v[2] = a; v[3] = ab; }
+  else { v[0] = v[2] = b->leak_count; v[1] = v[3] = b->leak_bytes; }
+}
+
+/* The gperftools heap-profile text format: "heap_v2" for samples (with
+ * the rate google-pprof scales them by), "heapprofile" (not scaled) for
+ * the leak table's figures, which count every block. */
+static int write_profile(int fd, int what) {
   out_t o = {.fd = fd};
-  uint64_t t[4] = {0, 0, 0, 0};
+  uint64_t t[4] = {0, 0, 0, 0}, v[4];
   prof_bucket_t *b;
   FOR_EACH_BUCKET(b) {
-    uint64_t a = atomic_load(&b->allocs), ab = atomic_load(&b->alloc_bytes);
-    uint64_t f = atomic_load(&b->frees), fb = atomic_load(&b->free_bytes);
-    t[0] += a > f ? a - f : 0; t[1] += ab > fb ? ab - fb : 0; t[2] += a; t[3] += ab;
+    bucket_figures(b, what, v);
+    for (int k = 0; k < 4; k++) t[k] += v[k];
   }
   out_str(&o, "heap profile: ");
   out_dec(&o, t[0], 6); out_str(&o, ": "); out_dec(&o, t[1], 8); out_str(&o, " [");
-  out_dec(&o, t[2], 6); out_str(&o, ": "); out_dec(&o, t[3], 8); out_str(&o, "] @ heap_v2/");
-  out_dec(&o, prof_rate, 0); out_str(&o, "\n");
+  out_dec(&o, t[2], 6); out_str(&o, ": "); out_dec(&o, t[3], 8);
+  if (what == PROFILE_SAMPLED) {
+    out_str(&o, "] @ heap_v2/");
+    out_dec(&o, prof_rate, 0);
+  } else {
+    out_str(&o, "] @ heapprofile");
+  }
+  out_str(&o, "\n");
   FOR_EACH_BUCKET(b) {
-    uint64_t a = atomic_load(&b->allocs), ab = atomic_load(&b->alloc_bytes);
-    uint64_t f = atomic_load(&b->frees), fb = atomic_load(&b->free_bytes);
-    if (a == 0) continue;
-    out_dec(&o, a > f ? a - f : 0, 6); out_str(&o, ": "); out_dec(&o, ab > fb ? ab - fb : 0, 8);
-    out_str(&o, " ["); out_dec(&o, a, 6); out_str(&o, ": "); out_dec(&o, ab, 8); out_str(&o, "] @");
+    bucket_figures(b, what, v);
+    if (v[2] == 0) continue;
+    out_dec(&o, v[0], 6); out_str(&o, ": "); out_dec(&o, v[1], 8);
+    out_str(&o, " ["); out_dec(&o, v[2], 6); out_str(&o, ": "); out_dec(&o, v[3], 8); out_str(&o, "] @");
     for (uint32_t i = 0; i < b->depth; i++) { out_str(&o, " "); out_hex(&o, (uintptr_t)b->pc[i]); }
     out_str(&o, "\n");
   }
@@ -399,7 +436,7 @@ static int write_profile(int fd) {
   return o.failed ? -1 : 0;
 }
 
-/* PREFIX.<pid>[.tag<seq>].heap into buf */
+/* PREFIX.<pid>[.tag<seq>].heap into buf (seq SIZE_MAX: the tag alone) */
 static void profile_name(char *buf, size_t cap, const char *tag, size_t seq) {
   size_t len = 0;
   char num[24];
@@ -409,7 +446,8 @@ static void profile_name(char *buf, size_t cap, const char *tag, size_t seq) {
   if (tag) {
     size_t k = strlen(tag);
     memcpy(seqs, tag, k);
-    fmt_dec(seqs + k, seq);
+    if (seq != SIZE_MAX) fmt_dec(seqs + k, seq);
+    else seqs[k] = '\0';
     parts[3] = ".";
     parts[4] = seqs;
   }
@@ -418,11 +456,11 @@ static void profile_name(char *buf, size_t cap, const char *tag, size_t seq) {
   memcpy(buf + len, ".heap", 6);
 }
 
-static int dump_to(const char *path) {
+static int dump_to(const char *path, int what) {
   int saved = errno;
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return -1;
-  int r = write_profile(fd);
+  int r = write_profile(fd, what);
   if (close(fd) != 0) r = -1;
   if (r == 0) errno = saved;
   return r;
@@ -438,7 +476,7 @@ LITHE_API int lithe_prof_dump(const char *path) {
   }
   int busy = prof_busy;
   prof_busy = 1;
-  int r = dump_to(path);
+  int r = dump_to(path, PROFILE_SAMPLED);
   prof_busy = busy;
   return r;
 }
@@ -451,7 +489,72 @@ static void maybe_peak_dump(size_t live) {
   char name[4096];
   static _Atomic size_t peaks;
   profile_name(name, sizeof name, "peak", atomic_fetch_add(&peaks, 1));
-  dump_to(name);
+  dump_to(name, PROFILE_SAMPLED);
+}
+
+/* The dumps a sample of n bytes may be due to make (LITHE_PROF_INTERVAL,
+ * LITHE_PROF_TIME, LITHE_PROF_SIGNAL).  One dump however many are due; a race between threads is
+ * settled by compare-and-swap (one of them dumps).  No lock, no
+ * allocation: the profile is written with open/write(2). */
+static void prof_triggers(size_t n) {
+  bool due = false;
+  if (prof_interval) {
+    /* the bytes allocated this sample stands for: n / (1 - exp(-n / rate)),
+     * as google-pprof scales it (sample_weight's approximation is 37 % low
+     * for n = rate); exp(-x) as (exp(-x / 1024))^1024, no libm */
+    double x = (double)n / (double)prof_rate, y = x / 1024, e = 1 - y + y * y / 2 - y * y * y / 6;
+    for (int i = 0; i < 10; i++) e *= e;
+    size_t weight = x > 40 || e >= 1 ? n : (size_t)((double)n / (1 - e));
+    size_t total = atomic_fetch_add_explicit(&alloc_estimate, weight, memory_order_relaxed) + weight;
+    size_t next = atomic_load_explicit(&interval_next, memory_order_relaxed);
+    if (total >= next &&
+        atomic_compare_exchange_strong(&interval_next, &next, (total / prof_interval + 1) * prof_interval))
+      due = true;
+  }
+  if (prof_time_ms) {
+    uint64_t now = os_now_ms(), next = atomic_load_explicit(&time_next, memory_order_relaxed);
+    if (now >= next && atomic_compare_exchange_strong(&time_next, &next, now + (uint64_t)prof_time_ms)) due = true;
+  }
+  if (atomic_load_explicit(&dump_asked, memory_order_relaxed) && atomic_exchange(&dump_asked, 0)) due = true;
+  if (!due) return;
+  char name[4096];
+  profile_name(name, sizeof name, "", atomic_fetch_add(&dump_seq, 1));
+  dump_to(name, PROFILE_SAMPLED);
+}
+
+/* LITHE_PROF_SIGNAL's handler: the next sample writes the dump */
+static void on_dump_signal(int sig) {
+  (void)sig;
+  atomic_store(&dump_asked, 1);
+}
+
+/* SIGTERM or SIGINT, where the program left it at its default (it ends
+ * the process, and no destructor runs): the exit profile, written here
+ * (open/read/write, no lock, no allocation), then the signal again with
+ * its default action (SA_RESETHAND), so the process ends as it would
+ * have. */
+static void on_stop_signal(int sig) {
+  int saved = errno;
+  prof_busy = 1;
+  char name[4096];
+  profile_name(name, sizeof name, NULL, 0);
+  dump_to(name, PROFILE_SAMPLED);
+  raise(sig); /* blocked until this returns, then the default action */
+  errno = saved;
+}
+
+static const char *const signal_words[] = {"0", "usr1", "usr2", "hup"}; /* LITHE_PROF_SIGNAL */
+static const int signal_numbers[] = {0, SIGUSR1, SIGUSR2, SIGHUP};
+
+/* handler for sig, only where the program has none (SIG_DFL) */
+static void catch_signal(int sig, void (*handler)(int), int flags) {
+  struct sigaction old, sa;
+  if (sigaction(sig, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) return;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = handler;
+  sa.sa_flags = SA_RESTART | flags;
+  sigemptyset(&sa.sa_mask);
+  sigaction(sig, &sa, NULL);
 }
 
 /* ---- leak report ------------------------------------------------------- */
@@ -525,10 +628,9 @@ void prof_init(void) {
   bool on = false, leak = false;
   option_bool("LITHE_PROF", &on);
   option_bool("LITHE_LEAKS", &leak);
-  if (on && leak)
-    option_refuse("LITHE_PROF", option_get("LITHE_PROF"),
-                  "with LITHE_LEAKS=1 a run records every block for the leak report, not a sampled profile",
-                  "the leak report only");
+  /* both: every block is recorded for the leak report, and the exit
+   * profile is written from the same records (what is live, unsampled) */
+  prof_also = on && leak;
   size_t rate = prof_rate;
   if (option_size("LITHE_PROF_SAMPLE", &rate, 1, (size_t)1 << 40, NULL)) prof_rate = rate;
   const char *v = option_get("LITHE_PROF_PREFIX");
@@ -537,9 +639,14 @@ void prof_init(void) {
   option_bool("LITHE_PROF_PEAK", &prof_peak);
   static const char *const unwind_words[] = {"fast", "check", "libgcc"}; /* (UNWIND_*) */
   option_enum("LITHE_PROF_UNWIND", &unwind_mode, unwind_words, 3);
+  option_size("LITHE_PROF_INTERVAL", &prof_interval, 0, (size_t)1 << 50, NULL);
+  option_ms("LITHE_PROF_TIME", &prof_time_ms, 0, 24L * 3600 * 1000);
+  option_enum("LITHE_PROF_SIGNAL", &prof_signal, signal_words, 4);
   prof_mode = leak ? PROF_LEAKS : on ? PROF_SAMPLE : PROF_OFF;
   if (prof_mode == PROF_OFF) return;
   atomic_store(&peak_next, 16 * prof_rate);
+  if (prof_interval) atomic_store(&interval_next, prof_interval);
+  if (prof_time_ms) atomic_store(&time_next, os_now_ms() + (uint64_t)prof_time_ms);
   os_random(&rng_seed, sizeof rng_seed);
   rng_seed ^= (uintptr_t)&rng_seed; /* differs by run (ASLR) if getrandom failed */
   size_t mapped;
@@ -599,6 +706,11 @@ __attribute__((constructor)) static void prof_warm_up(void) {
   gcc_ready = load_gcc || gcc;
   dl_iterate_phdr(find_text, (void *)(uintptr_t)&prof_warm_up);
   prof_ready = true;
+  if (prof_signal && prof_mode == PROF_SAMPLE) { /* the program's own handlers, if any, win */
+    catch_signal(signal_numbers[prof_signal], on_dump_signal, 0);
+    catch_signal(SIGTERM, on_stop_signal, SA_RESETHAND);
+    catch_signal(SIGINT, on_stop_signal, SA_RESETHAND);
+  }
   prof_busy = 0;
 }
 
@@ -623,11 +735,28 @@ __attribute__((destructor)) static void prof_at_exit(void) {
     out_flush(&o);
   }
 #endif
+  char name[4096];
   if (prof_mode == PROF_LEAKS) {
     leak_report();
+    /* the same as a file google-pprof reads (inuse = leaked), which names
+     * a program's own functions from its symbol table (dladdr needs
+     * -rdynamic); with LITHE_PROF=1, the exit profile from the same
+     * records: what is live, and every block allocated */
+    profile_name(name, sizeof name, "leaks", SIZE_MAX);
+    if (dump_to(name, PROFILE_LEAKED) != 0) {
+      lithe_warn("could not write the leak profile at exit; errno", (size_t)errno);
+    } else {
+      out_t o = {.fd = STDERR_FILENO};
+      out_str(&o, "lithe: leaks as a heap profile: "); out_str(&o, name);
+      out_str(&o, " (google-pprof --text PROGRAM FILE names the program's own frames)\n");
+      out_flush(&o);
+    }
+    if (prof_also) {
+      profile_name(name, sizeof name, NULL, 0);
+      if (dump_to(name, PROFILE_LIVE) != 0) lithe_warn("could not write the heap profile at exit; errno", (size_t)errno);
+    }
   } else {
-    char name[4096];
     profile_name(name, sizeof name, NULL, 0);
-    if (dump_to(name) != 0) lithe_warn("could not write the heap profile at exit; errno", (size_t)errno);
+    if (dump_to(name, PROFILE_SAMPLED) != 0) lithe_warn("could not write the heap profile at exit; errno", (size_t)errno);
   }
 }

@@ -71,6 +71,12 @@ static const row_t rows[] = {
     {"LITHE_PROF_UNWIND", "libgcc", false, "libgcc"},
     {"LITHE_PROF_UNWIND", "bogus", true, "fast"},
     {"LITHE_PROF_PREFIX", "", true, "lithe"},
+    {"LITHE_PROF_INTERVAL", "64m", false, "64m"},
+    {"LITHE_PROF_INTERVAL", "-1", true, "0"},
+    {"LITHE_PROF_TIME", "30s", false, "30s"},
+    {"LITHE_PROF_TIME", "1h", true, "0"},
+    {"LITHE_PROF_SIGNAL", "usr2", false, "usr2"},
+    {"LITHE_PROF_SIGNAL", "term", true, "0"},
     {"LITHE_CGROUP_ROOT", "", true, "/sys/fs/cgroup"},
 };
 

@@ -5,8 +5,10 @@
 set -eu -o pipefail
 LIB=$(realpath "$1"); PROG=$(realpath "$2")
 fail() { echo "FAIL: $*" >&2; exit 1; }
-err=$(mktemp "${TMPDIR:-/tmp}/lithe-leaks.XXXXXX")
-trap 'rm -f "$err"' EXIT
+T=$(mktemp -d "${TMPDIR:-/tmp}/lithe-leaks.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+err=$T/err
+export LITHE_PROF_PREFIX=$T/leaks # (the leak profile, PREFIX.pid.leaks.heap)
 LD_PRELOAD=$LIB LITHE_LEAKS=1 "$PROG" leak 2>"$err"
 cat "$err"
 site=$(grep -A1 "^lithe: leak site 1:" "$err" | tail -1)
