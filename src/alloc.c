@@ -44,8 +44,8 @@
  *   prof.c      sampled heap profiles (LITHE_PROF) and leak reports
  *               (LITHE_LEAKS); its hook is one subtract-and-compare in
  *               fastpath.h.
- *   purge.c     the purge thread (LITHE_PURGE_THREAD=1), started only by
- *               lithe's constructor.
+ *   purge.c     the purge thread: started where the program makes its
+ *               first thread or at load (override.c), never inside malloc.
  *   init.c      once-per-process set-up; lithe's constructor.
  *   alloc.c     this file: malloc/free/realloc/... with their C semantics;
  *               fastpath.h, the hot path on one screen.
@@ -64,15 +64,10 @@
  * purge reaching the large caches (pages.c, page_caches, set by
  * large_init), the memory limit taking back the heaps' caches (limit.c,
  * limit_reclaim, set by heap_key_init), a thread's first block sampled
- * (sample.c, prof_sampled_malloc, set by prof_init), and a first-class
+ * (sample.c, prof_sampled_malloc, set by prof_init), a first-class
  * heap's large object freed (large.c, large_owner_forget, set by
- * lithe_heap_new).
- *
- * Known upward calls, still to remove (the test allows these and no
- * other; one per line, "caller -> callee"):
- *
- *   allow prof.c -> alloc.c   leak mode allocates through lt_malloc & co.
- *   allow prof.c -> init.c    lithe_prof_dump, prof's constructor
+ * lithe_heap_new), and a fork holding the first-class heaps' locks
+ * (thread.c, heap_fork_hook, set by lithe_heap_new).
  *
  * malloc(n <= 32 KiB), the common case, with no lock and no atomic:
  *     heap = tls; c = lut[index(n)];

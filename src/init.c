@@ -46,4 +46,7 @@ void lithe_process_init(void) {
 
 /* At load time (before main, and before the constructors of the program
  * and of libraries loaded after lithe), unless an allocation came first. */
-__attribute__((constructor)) static void lithe_load(void) { lithe_process_init(); }
+__attribute__((constructor)) static void lithe_load(void) {
+  lithe_process_init();
+  prof_warm_up(); /* (libgcc_s and the unwinder's tables before main) */
+}

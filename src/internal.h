@@ -670,6 +670,8 @@ extern uint64_t rng_seed INTERNAL;
 extern __thread int prof_busy INTERNAL __attribute__((tls_model("initial-exec")));     /* PROF_OFF, PROF_SAMPLE, PROF_LEAKS */
 enum { PROF_OFF = 0, PROF_SAMPLE = 1, PROF_LEAKS = 2 };
 void prof_init(void) INTERNAL;     /* from process_init; no allocation */
+void prof_warm_up(void) INTERNAL;  /* lithe's constructor, before main */
+int prof_dump(const char *path) INTERNAL; /* lithe_prof_dump (override.c) */
 bool prof_tick_slow(heap_t *h) INTERNAL;   /* prof_left < 0: sample now? */
 intptr_t prof_heap_start(void) INTERNAL;  /* a new heap's prof_left */
 bool prof_heapless_take(size_t n) INTERNAL; /* PROF_SAMPLE: n bytes fit the interval */

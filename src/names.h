@@ -227,6 +227,8 @@
 #define prof_heap_start    _lithe_prof_heap_start
 #define prof_heapless_take _lithe_prof_heapless_take
 #define prof_init          _lithe_prof_init
+#define prof_warm_up       _lithe_prof_warm_up
+#define prof_dump          _lithe_prof_dump
 #define prof_malloc        _lithe_prof_malloc
 #define prof_rate         _lithe_prof_rate
 #define rng_seed          _lithe_rng_seed

@@ -138,6 +138,11 @@ LITHE_API void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a) { (void)a; lt
 LITHE_API void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const nothrow_t *t) { (void)a; (void)t; lt_free(p); }
 LITHE_API void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const nothrow_t *t) { (void)a; (void)t; lt_free(p); }
 
+LITHE_API int lithe_prof_dump(const char *path) {
+  lithe_process_init();
+  return prof_dump(path);
+}
+
 /* ---- pthread_create: where the purge thread starts -------------------- */
 /* Never inside an allocation call (purge.c).  LITHE_PURGE_THREAD=1 starts
  * it when the library loads; =auto (the default) at the program's first

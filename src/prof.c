@@ -265,9 +265,15 @@ static inline __attribute__((always_inline)) void *sample_alloc(size_t n, size_t
   prof_busy = 1;
   void *p;
   if (prof_mode == PROF_LEAKS) {
-    if (align > 16) p = lt_aligned_alloc(align, n);
-    else if (zero) p = lt_calloc(1, n);
-    else p = lt_malloc(n);
+    /* every block, from the layers below: a size class, or a page run
+     * where it is big or aligned beyond 16 bytes (page runs are
+     * page-aligned; alignments above a page are asked for) */
+    if (align <= 16 && n <= SMALL_MAX) {
+      p = heap_malloc_class(lithe_tls_heap, size_class(n ? n : 1));
+      if (p && zero) memset(p, 0, n);
+    } else {
+      p = large_alloc_zero(n ? n : 1, align > PAGE_SIZE ? align : 0, zero);
+    }
     if (p) leak_record(p, n, bucket_here());
     prof_busy = 0;
     return p;
@@ -466,8 +472,7 @@ static int dump_to(const char *path, int what) {
   return r;
 }
 
-LITHE_API int lithe_prof_dump(const char *path) {
-  lithe_process_init();
+int prof_dump(const char *path) {
   if (prof_mode != PROF_SAMPLE) { errno = EINVAL; return -1; }
   char name[4096];
   if (!path) {
@@ -685,8 +690,7 @@ static int find_text(struct dl_phdr_info *info, size_t size, void *arg) {
  * LITHE_PROF_UNWIND=check|libgcc or where the cached one cannot run: its
  * dlopen costs ~28 kB of resident memory (libgcc_s's data and what
  * dlopen allocates), a fifth of a small program's. */
-__attribute__((constructor)) static void prof_warm_up(void) {
-  lithe_process_init();
+void prof_warm_up(void) {
   if (prof_mode == PROF_OFF) return;
   prof_busy = 1;
   bool load_gcc = true;
