@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hello.c — the smallest program linked with lithe.
  *   cc hello.c $(pkg-config --cflags --libs lithe) -o hello && ./hello
  * Linked with -llithe, its malloc/free are lithe's (symbol interposition);

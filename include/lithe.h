@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lithe — a general-purpose memory allocator.
  *
  * Two ways to use it:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* alloc.c — lithe's public allocation API and its fast paths.
  *
  * ======================== lithe: design overview ========================

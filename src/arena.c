@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* arena.c — arenas: large regions (64 MiB by default) reserved PROT_NONE
  * and aligned to their size.  Each hands out pages bottom-up with a bump
  * pointer (to the page heap, pages.c) and commits (read/write) just ahead

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bin.c — a thread's bins: per size class a LIFO list of free blocks in
  * the thread's TLS block, where free pushes and malloc pops (fastpath.h);
  * here their slow side: a free past a full bin (spill), the flush of bins

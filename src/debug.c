@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* debug.c — what debug.h's checks need at run time (the assertion report,
  * the lock-rank bookkeeping of a Debug build), and the compile-time checks
  * of what lithe's data layout relies on.  The _Static_asserts hold in every

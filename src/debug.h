@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* debug.h — lithe's checked invariants.
  *
  * A Debug build (cmake -DCMAKE_BUILD_TYPE=Debug, which defines

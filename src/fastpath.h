@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fastpath.h — the hot path, on one screen: malloc of a small size and
  * free of a small block by the thread that owns it, both on the thread
  * heap's per-class bin (a LIFO list of free blocks).  No lock, no atomic

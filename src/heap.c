@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* heap.c — a thread heap's spans: per size class a list of spans with
  * room (`avail`, its first span is `current`, where malloc pops) and one
  * list of full spans, the cache of empty spans, remote-free notification,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* init.c — process-wide set-up, done once at the first allocation of any
  * thread (lithe may be called before main, from other libraries'
  * constructors, or from dlsym), or when the library is loaded, whichever

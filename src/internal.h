@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lithe internal header: every layer's prototypes and the inline helpers
  * the hot path needs, over the types and tunables of types.h.  The
  * overview of the whole design is at the top of alloc.c. */

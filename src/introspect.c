@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* introspect.c — glibc's introspection calls, answered with lithe's
  * figures: mallinfo2, mallinfo, malloc_stats, malloc_info, mallopt; plus
  * the C23 free_aligned_sized and the malloc_size alias.  Programs and

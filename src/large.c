@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* large.c — objects too big for a size class: which way each goes, and
  * the large ones.
  *

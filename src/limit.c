@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* limit.c — a memory limit lithe keeps by itself.
  *
  * The limit is LITHE_MEMORY_LIMIT=N[k|m|g], or else the memory limit of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* meta.c — lithe's own metadata: span descriptors, thread heaps, arena
  * records, pagemap bitmaps.  Bump-allocated from 64 KiB read/write chunks
  * that are never unmapped, so a stale pointer to a descriptor always

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* names.h — the link names of lithe's internal symbols.
  *
  * Inside the shared library every internal function and variable is hidden

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* options.c — options from the environment, and how lithe speaks: misuse
  * reports, fatal errors and the buffered writer (out_t) the longer
  * reports use.  Nothing here allocates: messages are formatted into stack

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* os.c — the only code that talks to the kernel about memory.
  *
  * Four states of address space (as in Go's runtime):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* override.c — the symbols a program sees: the lithe_ API, the standard
  * malloc family (so LD_PRELOAD or -llithe replaces the system allocator),
  * and the C++ operators new/delete, defined from C under their mangled

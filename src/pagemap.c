@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pagemap.c — address -> span descriptor, in O(1), for any address.
  *
  * Entries are stored as offsets so that free() reads them with the fewest

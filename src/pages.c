@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pages.c — the page heap: page runs for spans and large objects, from
  * the arenas (arena.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prof.c — sampled heap profiles (LITHE_PROF) and leak reports
  * (LITHE_LEAKS), written so that google-pprof reads them.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* purge.c — the purge thread (LITHE_PURGE_THREAD=1): purges free pages
  * and cached xlarge mappings on time, through the page heap's purge pass
  * (pages.c, purge_runs), while the program is quiet.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sample.c — when the profiler samples (prof.c): its mode, its random
  * intervals, and each thread's countdown.  Below the heaps, which start a
  * thread's countdown (prof_heap_start) and count its heapless blocks; the

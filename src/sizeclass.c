@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sizeclass.c — the small size classes.
  *
  *   class 1..8    16, 32, ..., 128       (16-byte steps: exact for tiny objects)

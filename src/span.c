@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* span.c — a span holds objects of one small size class.
  *
  * Its owner thread pops blocks from `free` and pushes its own frees back on

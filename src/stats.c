@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats.c — process-wide counters, lithe_stats_get, lithe_stats_print and
  * its JSON form, and the report printed at exit with LITHE_SHOW_STATS=1 or
  * =json (tests grep for the text report's "lithe stats" line to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* thread.c — a thread's heap over its life: made at the thread's first
  * allocations (after HEAPLESS_ALLOCS from the shared fallback heap), the
  * malloc slow path that fills its bins from its spans and takes new

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* types.h — what every layer of lithe shares: the tunable constants,
  * each with the reason for its value, and the types (blocks, spans,
  * heaps, arenas, options).  The prototypes and inline helpers are in

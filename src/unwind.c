@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* unwind.c — the profiler's cached unwinder (x86-64): the return
  * addresses of the stack a sample is taken on.
  *

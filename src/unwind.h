@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* unwind.h — the cached unwinder's interface (unwind.c), for prof.c. */
 #ifndef LITHE_UNWIND_H
 #define LITHE_UNWIND_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* userheap.c — first-class heaps (lithe_heap_t): allocate the objects of
  * one request, one parse, one frame from a heap, then give them all back at
  * once with lithe_heap_destroy, in time proportional to the heap's spans,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* xlarge.c — objects above large_max: a mapping of their own, resized
  * with mremap (no copy) by realloc, or copied into cached memory when the
  * cache holds the new size (fresh pages cost more).  A freed one is kept

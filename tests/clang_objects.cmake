@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # lithe_clang_objects(OUT DIR CLANG OBJCOPY LABEL FLAGS...): every source of
 # src/ compiled by CLANG with FLAGS into DIR/obj; OUT is set to the object
 # list.  override.c's object keeps only the lithe_ symbols global (objcopy),

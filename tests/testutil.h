@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* testutil.h — tiny helpers shared by lithe's tests (header only).
  *
  *   CHECK(cond), CHECKF(cond, fmt, ...)  fail with file:line and exit(1)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Measures the tracer's overhead on the python workload: wall and CPU time
 # (user+sys) without and with liblithe-trace.so, alternating, N runs each
 # (default 5), medians. Both runs use PYTHONMALLOC=malloc (the recording

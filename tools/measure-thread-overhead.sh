@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The tracer's cost per call and per thread: lithe-trace-bench (THREADS
 # threads, each PAIRS malloc(64)+free pairs) plain and under
 # liblithe-trace.so at 1, 2 and 4 threads, alternating, N runs each

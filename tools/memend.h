@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* memend.h: how every benchmark process (bench-mallocbench, lithe-replay,
  * the other bench-* programs) finds out which allocator it runs on and how
  * it measures memory at end, the same way for every allocator.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* procstatus.h — read /proc/self/status without allocating (the allocator
  * under test must not see the measurement).  Shared by the benchmark
  * programs (bench/workloads) and the test suite (tests/). */

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Re-records the shipped traces bench/traces/<name>.ltrace.xz with the tracer.
 # Installs nothing: it names the Debian package of anything missing and stops.
 #

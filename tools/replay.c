@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lithe-replay -- replays a lithe trace (docs/trace-format.md) against the
  * allocator of this process (choose it with LD_PRELOAD).
  *

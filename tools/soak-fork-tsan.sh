@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Soak the TSan build of tests/stress/fork_threads.c, to catch its rare hang (a
 # forked child that never finishes: about 1 in 2,000 forks when it came,
 # none in the 2,340 forks of 2026-12-07; docs/design.md, the flush

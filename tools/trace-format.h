@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lithe trace format, version 2 (the replayer also reads version 1) -- shared by the tracer and the replayer.
  * The normative description is docs/trace-format.md; keep the two in step. */
 #ifndef LITHE_TRACE_FORMAT_H

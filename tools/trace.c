@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* liblithe-trace.so -- records every malloc-family call of a program.
  *
  *   LITHE_TRACE=/tmp/prog.ltrace LD_PRELOAD=build/liblithe-trace.so prog args

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fmt: see fmt.h */
 #include "fmt.h"
 

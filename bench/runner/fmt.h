@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fmt: how numbers look in the tables (docs/runner.md, "Output": benchstat's
  * scaling and `± %` cells, MallocBench's comparison cells).
  * Returned strings live in the caller's buffer (or, for fmt_p, in a small

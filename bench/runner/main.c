@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lithe-bench: compare malloc implementations side by side in one run.
  *
  *   lithe-bench [--quick] [--runs N] [--only NAME,...] [--out DIR] ALLOCATOR...

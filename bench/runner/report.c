@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* report: DIR/report.md (run description, allocators, the pictures, the
  * MallocBench table, the benchstat rows, failures / skips / notes), the
  * SVGs next to it, and the same tables on standard output. */

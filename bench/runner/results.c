@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* results: the in-memory store of one comparison, and its raw file
  * results.tsv (written after every benchmark, so an interrupted run keeps
  * what it measured; `lithe-bench --report DIR` re-reads it).

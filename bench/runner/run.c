@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* run: one measurement = one fresh process (fork + execve) of a benchmark
  * program, with LD_PRELOAD=<allocator> in the child's environment only
  * (removed entirely for glibc), its standard output parsed per

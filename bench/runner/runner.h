@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* runner: the data every part of lithe-bench shares.
  *
  *   allocator  one column of the comparison (glibc = no LD_PRELOAD)

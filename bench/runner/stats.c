@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats: see stats.h; the method is written out in docs/runner.md,
  * "Statistics". */
 #include "stats.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats: the numbers behind the comparison, as the original benchstat
  * computes them (docs/runner.md, "Statistics", has the method in full).
  *

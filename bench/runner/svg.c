@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* svg: the pictures, written by hand as text (no dependencies).
  *
  * chart-<metric>.svg   one per unit (time, peak, end, ...): for every

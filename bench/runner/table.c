@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* table: the two text outputs.
  *
  * 1. The MallocBench comparison table (docs/runner.md): sections Execution

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for stats.c and fmt.c against values worked out by hand.
  * Every expected number below has its derivation next to it, so a reader
  * can redo the arithmetic. Run by CTest as runner_stats. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # allocators.sh — sourced by the callgrind scripts (callgrind-fastpath.sh,
 # fastpath-sweep.sh): the allocators they measure when none is named.
 # default_allocators BUILD prints NAME=PATH words: glibc=none (no preload),

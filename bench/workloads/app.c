@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-app: one real application from Debian, run once under the
  * allocator this process was started with, measured as the other
  * MallocBench-style rows are (bench/PROTOCOL.md, docs/runner.md "Real

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libbench-appstat.so: preloaded by bench-app after the allocator under test
  * (LD_PRELOAD="<allocator> libbench-appstat.so") into every process of a
  * real application (g++'s driver, cc1plus and as; python3; sqlite3; z3;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-bigchurn — large-object churn: a bounded live set of big blocks,
  * each zero-filled when allocated, as C++ value-initialisation does
  * (std::vector<T>(n), new T[n]()): operator new, then zeros written.

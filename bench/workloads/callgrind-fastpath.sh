@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Instructions per malloc+free pair, counted by callgrind (no timing noise).
 #
 #   bench/workloads/callgrind-fastpath.sh [NAME=PATH ...]

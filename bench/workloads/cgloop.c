@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-cgloop MODE ITERS [SIZE [ns]]: the loop that callgrind-fastpath.sh and
  * fastpath-sweep.sh count.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-commit: what a tiny heap costs the process: committed memory must stay
  * proportional to the heap, not to the address space reserved for arenas
  * (Go's lesson when it cut its arena size to 4 MiB on 64-bit Windows).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared helpers for the lithe benchmark workload programs (bench-*).
  *
  * Nothing in here allocates through malloc: the harness's own memory comes

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The fast path across the small size range: instructions per malloc+free
 # pair at each size from 16 B to 32 KiB, in both loops of bench-cgloop
 # (a: one malloc then its free; b: 100 mallocs then their 100 frees).

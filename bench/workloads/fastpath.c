@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-fastpath: nanoseconds per malloc+free pair, single-threaded and
  * across threads.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libbench-floor.so — the floor of an allocator benchmark: malloc is an
  * atomic bump of a pointer through a static 1 GiB region (reserved in
  * .bss, so only what is handed out is ever faulted in), free does

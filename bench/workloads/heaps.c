@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-heaps: request-scoped allocation, per-object free() against one
  * lithe_heap_destroy.  Each request allocates OBJECTS objects of mixed
  * sizes (16..512 bytes, one in 16 of 1..4 KiB), writes into each, then

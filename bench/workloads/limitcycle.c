@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* limitcycle — a working set cycled through sizes, for the memory limit
  * (src/limit.c): the test limit_cycle and lithe-bench's rows limitcycle
  * and limitcycle_limit80m.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-mallocbench: the MallocBench-style synthetic workloads
  * of WebKit's MallocBench (docs/benchmarks.md describes each one) with its
  * per-process protocol.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-mtrandom — multi-threaded random sizes with cross-thread frees.
  *
  *   bench-mtrandom [--threads T] [--ops N] [--live N] [--seed S] [--quick]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-scaling: fixed-size block cache scaling across thread counts
  * (the shape of Go's BenchmarkStackGrowth, whose goroutines take and free
  * stack blocks: Go's CL 4657091 removed the central lock it contended on).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Smoke test of the workload programs: every program, --quick, output checked
 # against bench/PROTOCOL.md. Exit status 0 = all good.
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # startup-median.sh — bench-startup the snmalloc #639 way: one sample per
 # process, medians of many processes, allocators interleaved (process i of
 # every allocator runs before process i+1 of any), so load that comes and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-startup: many threads make their first allocation at the same
  * instant: the method of snmalloc's startup benchmark (issue #639, "Startup
  * improvements"), which showed a new thread's first allocation can be cheap.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* api_align: posix_memalign, aligned_alloc, memalign, valloc, pvalloc —
  * alignments 1..4 MiB honoured, bad alignments refused with EINVAL.
  *

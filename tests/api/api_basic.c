@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* api_basic: C semantics of malloc, free, calloc, realloc, reallocarray,
  * malloc_usable_size and malloc_trim, including the failure cases
  * (overflow, impossible sizes) and their errno.

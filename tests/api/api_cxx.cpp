@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // api_cxx: the C++ allocation operators — new/delete, new[]/delete[],
 // nothrow, sized delete, aligned new (align_val_t 64 and 4096), bad_alloc on
 // an impossible size, nullptr from the nothrow form, and a new_handler that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* api_heaps: first-class heaps (src/userheap.c).
  *   content: 20,000 blocks of mixed sizes (small, large, xlarge; malloc,
  *     calloc, memalign, realloc) patterned and checked, calloc zero;

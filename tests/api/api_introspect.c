@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* api_introspect: glibc's introspection calls answer with lithe's figures
  * (src/introspect.c), which agree with lithe_stats_get and with the
  * kernel's /proc/self/status:

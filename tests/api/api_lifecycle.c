@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* api_lifecycle: allocation at the edges of a process's and a thread's life:
  * in a constructor before main, through dlopen/dlsym/dlerror (which allocate
  * inside libc), in pthread key destructors that run while the thread is being

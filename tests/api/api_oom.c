@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* api_oom: when the kernel refuses memory (RLIMIT_AS in a child), malloc,
  * calloc, realloc, posix_memalign and new arenas fail cleanly with NULL /
  * ENOMEM — no crash, no abort — and once memory is freed, allocation works

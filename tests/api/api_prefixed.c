@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* api_prefixed: the lithe_ forms of the API (same semantics as the plain
  * ones), lithe_free_sized, lithe_collect, lithe_stats_get / _print and
  * lithe_version. Needs lithe.

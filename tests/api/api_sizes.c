@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* api_sizes: every size-class boundary. Sizes 1..1040 one by one, n-1/n/n+1
  * around every power of two and every multiple of 16 up to 1024, a stride up
  * to 70000, large sizes 64 KiB..64 MiB and xlarge sizes past 64 MiB. Each

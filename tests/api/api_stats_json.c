@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* api_stats_json: lithe_stats_print_json's per-class counts are exact in a
  * quiet process: 3000 blocks of 100 bytes (class 112) and 40 of 20000
  * (class 20480) raise blocks_live of exactly those classes by 3000 and 40

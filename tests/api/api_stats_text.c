@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* api_stats_text: the report at exit (LITHE_SHOW_STATS=1) is for a person:
  * a child that allocates and touches 40 MiB (20 blocks of 2 MiB) and frees
  * all but one prints a report that names the program and its pid, shows

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* misuse CASE: runs this program again as a child that commits one misuse
  * (free of a foreign or interior pointer, double free, ...), twice:
  *   - by default: the child must print a message on stderr that names lithe,

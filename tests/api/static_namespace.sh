@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # static_namespace: lithe stays out of a program's way at link time.
 #   - every defined global of liblithe.a is a public name (a standard
 #     allocator entry point, a C++ operator new/delete, or lithe_* declared

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_alloc.c — libFuzzer target for lithe's prefixed API.
  *
  * The input is a program: each operation is one opcode byte plus a few

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # run_fuzz.cmake: one bounded libFuzzer run for CTest.
 #   cmake -DBIN=lithe-fuzz -DSEEDS=corpus-dir -DWORK=dir -DTIME=s -P run_fuzz.cmake
 # Copies the seed corpus to WORK/corpus (grown there, never in the source

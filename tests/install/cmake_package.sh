@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # install_cmake_package: examples/cmake configured against the scratch
 # install with find_package(lithe CONFIG), built (lithe::lithe and
 # lithe::lithe_static), both programs run and prove lithe served them.

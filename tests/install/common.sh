@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Shared by the install_* tests: PREFIX is the scratch install of this build
 # (made by install_tree, the fixture the others require); skip / fail helpers.
 # (pipefail: no `cmd | grep -q` here: grep -q exits at the first match and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # install_deb: make deb's script builds liblithe0, liblithe-dev and
 # lithe-bench (in a tree of its own, prefix /usr, libdir lib/<triplet>);
 # each is unpacked with dpkg -x into a scratch root and its file list,

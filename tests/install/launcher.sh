@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # install_launcher: `lithe run python3 -c ...` of the scratch install.  Proof
 # that lithe served the interpreter: the dynamic linker binds python's
 # malloc/free to the installed liblithe.so.0 (LD_DEBUG=bindings), and lithe's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # install_pkgconfig: examples/hello.c compiled and linked with
 # `pkg-config --cflags --libs lithe` of the scratch install, run: its malloc
 # is lithe's (hello checks lithe's counters) from the installed library.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # install_subdirectory: lithe embedded in another CMake project with
 # add_subdirectory (the way a vendored copy is used).  A tiny consumer links
 # examples/hello.c against lithe::lithe and lithe::lithe_static; both run and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # install_tree: cmake --install of this build into a scratch prefix (the
 # fixture of the other install_* tests), then the tree's shape: the real
 # library file liblithe.so.X.Y.Z, the soname link, the dev link, the soname

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """check-layers: lithe's call graph runs down the stated layers.
 
   check-layers.py ENTRY_FILE OBJECT...

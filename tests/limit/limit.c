@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* limit — the memory limit (src/limit.c).
  *
  * (The soft limit's test, limit_cycle, runs bench-limitcycle.)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* limit_merged — a free run merged from purged pages and a freed block
  * counts only the block's pages as resident, and hands them out first
  * (LITHE_MEMORY_LIMIT=64m, set by the test's environment: under a limit the

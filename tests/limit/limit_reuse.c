@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* limit_reuse — near the memory limit, freed memory serves the next
  * blocks with its resident pages instead of being purged and faulted in
  * again (LITHE_MEMORY_LIMIT=64m, set by the test's environment).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # options_doc: docs/options.md's table, src/options.c and LITHE_VERBOSE=1
 # cannot drift apart:
 #   - the table's option names are exactly the LITHE_* names src/ reads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* options_values — every option's value is parsed by one parser, and a
  * refused one is said on stderr with what is used instead.
  *

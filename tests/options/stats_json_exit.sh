@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # stats_json_exit: LITHE_SHOW_STATS=json prints, at exit, one JSON object
 # that a JSON parser (python3's json) reads, whose per-class figures add up
 # (bytes_live = blocks_live * size, their sum = pages.small_live_bytes; the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # layout-ab.sh [LIB [N ROUNDS OFFSET...]] — build tests/prof/layout_ab.c and
 # run it against LIB (default build/liblithe.so) with LITHE_PROF=1: churn's
 # loop with sampling off and the hot block forced to each page offset, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* layout_ab — what does profiling at the default rate cost bench-mallocbench
  * churn's loop itself, with the heap laid out alike?  Not a ctest (it
  * prints times): tests/prof/layout-ab.sh builds and runs it under

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # prof_leaks: LITHE_LEAKS=1 names the function that leaked, with the exact
 # bytes and count, at exit on stderr; a thread's first block is reported too.
 #   bash tests/prof/leaks.sh build/liblithe.so build/tests/prof/test-prof_sites

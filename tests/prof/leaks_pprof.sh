@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # prof_leaks_pprof: the leak report as a heap profile (LITHE_LEAKS=1 writes
 # PREFIX.pid.leaks.heap) names a PIE program's static function through
 # google-pprof's symbolisation, where the text report (dladdr, no

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # prof_pprof: heap profiles of lithe read by Debian's google-pprof.
 #   bash tests/prof/pprof.sh build/liblithe.so build/tests/prof/test-prof_sites
 # 1. prof_sites shares under LD_PRELOAD with LITHE_PROF=1: google-pprof

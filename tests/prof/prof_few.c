@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prof_few — threads that allocate a little are profiled as fully as any
  * (run with LITHE_PROF=1 LITHE_PROF_SAMPLE=16k; argv[1]: the profile path).
  *

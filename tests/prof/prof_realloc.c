@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prof_realloc — realloc keeps a sampled large block in place as it keeps
  * any (run with LITHE_PROF=1 LITHE_PROF_SAMPLE=64k; argv[1]: a profile path).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prof_services — a service's profiles: dumps on an interval of bytes, on
  * a time interval and on a signal; the exit profile when SIGTERM ends it;
  * LITHE_PROF=1 with LITHE_LEAKS=1.  Run under LD_PRELOAD by services.sh

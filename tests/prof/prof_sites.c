@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prof_sites — allocation sites with known byte shares, for the heap
  * profile and leak report checks of pprof.sh and leaks.sh.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prof_threads — heap profiling while threads allocate and the process
  * forks (run with LITHE_PROF=1 LITHE_PROF_SAMPLE=16k LITHE_PROF_PREFIX=DIR/p).
  *

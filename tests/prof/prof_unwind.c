@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prof_unwind — the cached unwinder of prof.c records the stacks libgcc
  * records.  Run with LITHE_PROF=1 LITHE_PROF_SAMPLE=1 (every allocation
  * sampled) and LITHE_PROF_UNWIND=check: each stack is taken both ways and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* profile_parse.h — read a heap profile that lithe wrote (the gperftools
  * heap_v2 text format) as google-pprof reads it; for the prof_* tests. */
 #ifndef PROFILE_PARSE_H

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # prof_services: profiles of a running program (src/prof.c, prof_triggers).
 #   bash tests/prof/services.sh build/liblithe.so build/tests/prof/test-prof_services
 # 1. LITHE_PROF_INTERVAL=8m, 60 MiB allocated: exactly 7 numbered dumps

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # prof_unwind: every sampled stack of prof_unwind.c taken by the cached
 # unwinder and by libgcc, compared (LITHE_PROF_UNWIND=check aborts on a
 # difference); then the counts at exit: stacks checked, and some left to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* unwind_dlreuse — the profiler's cached unwinder (src/unwind.c) does not
  * apply a rule learnt in an unloaded library to another library loaded at
  * its address.  Two builds of one function (unwind_dlreuse_mod.c) with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* unwind_dlreuse_mod — one function that allocates from a frame of FRAME
  * bytes (no frame pointer: CFA = rsp + about FRAME), built twice with two
  * sizes over 127 (the same instruction lengths, so the same layout): see

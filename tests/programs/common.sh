@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Sourced by the program_* tests: bash programs/X.sh /path/to/liblithe.so
 # Runs real programs with LD_PRELOAD=liblithe.so and LITHE_SHOW_STATS=1, and
 # checks that each run really used lithe (its "lithe stats" on stderr at exit).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # program_git: git builds a repository of 1000 commits (fast-import) and runs
 # log, gc, fsck, clone and blame on it under lithe; the results are checked.
 source "$(dirname "$0")/common.sh" || { echo "FAIL: cannot load common.sh"; exit 1; }

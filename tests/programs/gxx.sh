@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # program_gxx: g++ (driver, cc1plus, as, ld) compiles an STL program under
 # lithe, and the program then runs under lithe; its output is checked.
 source "$(dirname "$0")/common.sh" || { echo "FAIL: cannot load common.sh"; exit 1; }

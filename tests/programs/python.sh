@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # program_python: a Python workload (objects, dicts, json, regex) under lithe.
 source "$(dirname "$0")/common.sh" || { echo "FAIL: cannot load common.sh"; exit 1; }
 

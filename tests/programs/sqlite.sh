@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # program_sqlite: sqlite3 builds a 200,000-row table (recursive CTE), indexes,
 # updates, deletes, vacuums and queries it under lithe; the figures are checked
 # against closed formulas (see sqlite.sql).

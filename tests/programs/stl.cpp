@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // program_gxx: compiled by g++ under lithe, then run under lithe. Uses the
 // STL's allocating containers on 4 threads; every figure is checked here and
 // printed, and the driver compares the output with the expected lines.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # A Python workload for program_python: objects, dicts, json, regex, strings.
 # Every result is checked here against a closed formula, and printed; the
 # driver compares the printed lines with the expected ones.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rss_purge: free pages go back to the OS on their own, without
  * lithe_collect or malloc_trim, as LITHE_PURGE_DELAY_MS says (set by the
  * test's environment): 0 = at once, N = after N ms. 256 MiB of large blocks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rss_return: 4 threads allocate 1 GiB together in mixed sizes (small,
  * large, some >= 64 MiB), touch it, free it (half of it freed by another
  * thread than the one that allocated it) and exit. Then lithe_collect(true)

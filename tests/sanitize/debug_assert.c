@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* debug_assert (Debug build only): lithe's assertions really fire and say
  * what failed.  A child frees a block and then writes through the stale
  * pointer (a use after free that overwrites the free-list link with an

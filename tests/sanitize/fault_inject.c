@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fault_inject (Debug build, liblithe.a): every OS call and every metadata
  * allocation a workload makes is made to fail, one at a time, and lithe
  * must survive each: NULL + ENOMEM from the call that needed the memory

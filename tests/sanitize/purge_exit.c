@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* purge_exit — the process exits with the purge thread parked.
  *
  * With LITHE_PURGE_THREAD=1 (the test's environment) the thread starts

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_flush_runs (white box: linked with liblithe.a, the Debug one in
  * the Debug build, which also runs lithe_verify) — a bin given back to its
  * spans (heap.c, give_back_lists) leaves every span exactly as one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_meta_purge [child CASE] (white box: linked with liblithe.a) —
  * lithe_collect(true) gives back the pages of span descriptors that are
  * all free, and a stale pointer whose descriptor page went back is still

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_pagemap_sparse — a sparse pagemap level whose next piece's place
  * is taken must still grow (white box: linked with liblithe.a).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_split_edge (Debug build, white box: linked with the Debug
  * liblithe.a) — a split must not read an interior page of the run it is
  * cut from.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* secure CASE (links build/liblithe-secure.so): what the hardened build
  * catches.  Each case runs in a child, which must print lithe's report
  * naming the operation, the block's exact address and the kind, and die of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sizeclass_table: a white-box proof of the small size-class table, linked
  * with liblithe.a so it calls lithe's own internal functions.
  *

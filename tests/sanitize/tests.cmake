@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/sanitize: lithe checked by itself (Debug build) and by the
 # compilers' sanitizers.  Included by tests/CMakeLists.txt (so paths are
 # relative to tests/).  docs/reliability.md says what each check proves.

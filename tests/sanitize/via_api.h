@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* via_api.h — force-included (-include) into a test program built with a
  * sanitizer: the program's C allocation calls go to lithe's lithe_ API,
  * while the sanitizer keeps its own malloc for everything else (libc,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fork_threads [FORKS]: 4 threads allocate and free without pause while the
  * main thread forks 50 times. Each child allocates and frees some megabytes
  * in several sizes, frees blocks the parent allocated before the fork and

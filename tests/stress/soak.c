@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* soak [SECONDS [THREADS]] (make soak; not part of CI): mixed multi-threaded
  * work for SECONDS (default 1800) on THREADS threads (default 4), then a
  * final verification.  Each thread keeps 4096 slots of patterned blocks

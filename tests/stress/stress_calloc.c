@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stress_calloc [THREADS [ROUNDS]]: calloc must return zeroed memory even when
  * the memory it reuses was dirtied and freed a moment ago by another thread.
  * Threads allocate dirty blocks (small, large and a few xlarge), hand them to

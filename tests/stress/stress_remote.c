@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stress_remote [BLOCKS_PER_PRODUCER]: producer threads only allocate,
  * consumer threads only free (every free is a remote free). The memory of
  * the blocks freed by the consumers must find its way back to the producers:

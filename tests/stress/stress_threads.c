@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stress_threads [THREADS [OPS_PER_THREAD]]: random malloc / calloc /
  * realloc / aligned allocations and frees on several threads. Every block is
  * filled with a pattern derived from its address and size and checked before

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* thread_churn [THREADS]: 100,000 short-lived threads, 8 at a time. Each
  * allocates and frees a few blocks of mixed sizes and leaves one block for
  * the main thread to free after it has exited. Memory must stay bounded:

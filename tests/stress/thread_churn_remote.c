@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* thread_churn_remote [THREADS]: short-lived threads (8 at a time) each
  * allocate enough blocks to fill whole spans, hand every block to two
  * long-lived freer threads and exit at once, so the remote frees race with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # memcheck.sh TARGET LIB: run TARGET (memcheck_target) under valgrind's
 # memcheck with LD_PRELOAD=LIB (build/liblithe-valgrind.so) and check that
 # memcheck reports exactly the target's five known errors, each as it

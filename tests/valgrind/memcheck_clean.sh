@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # memcheck_clean.sh PROG LIB: PROG (a test that passes on its own) run under
 # memcheck with LD_PRELOAD=LIB (build/liblithe-valgrind.so) must pass with
 # no memcheck error and no leak: lithe's own accesses to its free lists and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* memcheck_target: run by memcheck.sh under valgrind with
  * LD_PRELOAD=liblithe-valgrind.so.  Four known errors, each in a function
  * of its own so the script can find it in memcheck's stacks:

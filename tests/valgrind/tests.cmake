@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/valgrind: lithe's valgrind build (build/liblithe-valgrind.so, make
 # valgrind) under memcheck.  Included by tests/CMakeLists.txt.  Without
 # valgrind installed each test exits 77 (skipped), naming the package.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # lithe-replay must reject empty, garbage, truncated, corrupt and wrong-version
 # traces with a message and exit status 2 -- never crash, never hang.
 # usage: badfiles.sh lithe-replay lithe-trace-forge [liblithe-trace.so test-program]

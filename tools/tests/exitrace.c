@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Exits (exit() or, with an argument, _exit()) while four threads keep
  * allocating and freeing, also each other's blocks. The tracer must still
  * write a complete, valid trace. */

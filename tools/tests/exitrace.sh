@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A program that exits (exit and _exit) while its threads allocate must still
 # leave a complete, valid trace that replays every record, with the threads'
 # starts recorded and no exits.

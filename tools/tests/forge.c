@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Writes small hand-made traces for the replayer's validation test:
  *   lithe-trace-forge OUT KIND
  * KIND: ok, doublefree, danglingref, badthread, badop, badtag, hugesize,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # fork/exec rules: the traced root process writes LITHE_TRACE itself; a child
 # that only forks writes nothing; programs it execs write LITHE_TRACE.<pid>.
 # Every file written must be a valid trace.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Test program for the tracer round trip: 4 threads allocate, reallocate and
  * free (also across threads) objects of 5000 bytes or more, and count their
  * own operations and live bytes. Phases are separated by barriers and are

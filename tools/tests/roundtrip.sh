@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Records the multithreaded test program with the tracer, replays the trace
 # (one thread per recorded thread, then serially) and checks that the replay
 # performed every recorded operation and that the program's own operation

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Every shipped trace (bench/traces/*.ltrace.xz) decodes, validates and
 # replays (--quick: first 200,000 records, one run) with a PROTOCOL line.
 # usage: shipped.sh lithe-replay bench/traces

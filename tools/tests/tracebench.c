@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lithe-trace-bench THREADS PAIRS: THREADS threads, each PAIRS times
  * { p = malloc(64); free(p); }, released together; prints the wall time in
  * ns per call (a pair is two calls) and per thread. Run it plain and under

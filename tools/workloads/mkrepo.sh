@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Creates a git repository with N commits (default 3000) in DIR, fast, with
 # git fast-import: 150 text files, every commit edits 1-3 of them.
 # Deterministic. usage: mkrepo.sh DIR [N]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Multithreaded Python workload for bench/traces/pythreads.ltrace.xz:
 # two producer threads build dicts/lists/strings and hand them through queues
 # to two consumer threads that digest and drop them, so many objects are

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Python workload for bench/traces/python.ltrace.xz: JSON encode/decode,
 # regular expressions and dict/str churn. Deterministic (fixed seed).
 # Scale with the first argument (default 1).

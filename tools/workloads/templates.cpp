@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // g++ workload for bench/traces/gxx.ltrace.xz: a template-heavy translation
 // unit (standard containers, algorithms, variant/visit, recursive templates).
 #include <algorithm>

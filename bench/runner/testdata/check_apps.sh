@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench_apps_quick: the real-application rows (app_*) of lithe-bench in
 # --quick mode under glibc and lithe: every row that can run must give its
 # time, peak and end figures under both (no FAIL; malloc resolved to the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # runner_fake: run lithe-bench against the fake programs in fakebin/ and
 # check what the report says. Expected (see the scripts): under the fake
 # allocator `alt` every time is about half (so 3+3 runs, fully separated,

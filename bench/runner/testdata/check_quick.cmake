@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # bench_quick_glibc: lithe-bench --quick --runs 1 --out OUT glibc, with
 # --check (every benchmark of the default list produced its figures: no
 # FAIL, no missing program, time/peak/end present for the MallocBench

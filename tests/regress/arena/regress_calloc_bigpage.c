@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_calloc_bigpage — calloc must return zeros when the OS page is
  * larger than lithe's 8 KiB page (16 KiB and 64 KiB arm64 / ppc64le
  * kernels).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_ulimit_v — programs must run under a small address-space limit
  * (ulimit -v) with lithe as they do with glibc, and lithe must hand out
  * nearly as much of that space as glibc does.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ulimit_fill N — malloc blocks of N bytes until malloc returns NULL,
  * touching each, and print the KiB handed out.  Linked with no allocator
  * of lithe's: regress_ulimit_v runs it under RLIMIT_AS with glibc, and with

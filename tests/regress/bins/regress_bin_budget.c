@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_bin_budget — a heap's bins together hold at most BIN_HEAP_BYTES
  * (8 MiB, internal.h) at their capacities, however many classes churn.
  *

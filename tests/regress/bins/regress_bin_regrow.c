@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_bin_regrow — a bin the heap had to flush for another size does
  * not fill up again at the capacity it had grown to.
  *

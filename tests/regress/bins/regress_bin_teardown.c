@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_bin_teardown — a thread that frees more than its bins may hold,
  * with no malloc between, leaves its bins small when it stops.
  *

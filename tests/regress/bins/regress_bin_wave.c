@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_bin_wave — a bin that a wave of frees overflowed holds the next
  * wave of that size.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_bin_wave32 — a bin of 32-byte blocks holds a wave of 4 MiB of
  * them (BIN_MAX_BYTES), as a bin of 64 B blocks does.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_foreign_bin CASE — a block freed by a thread that does not own
  * it goes on the freeing thread's bin (heap.c, heap_free_remote), where
  * that thread's next malloc of the size reuses it.  The double-free scan

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_free_no_owner_test — free()'s fast path (fastpath.h) pushes a
  * small block on the freeing thread's bin without comparing the block's
  * owner with the thread's heap: the owner's block and another heap's go

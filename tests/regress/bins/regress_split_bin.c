@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_split_bin CASE — the 16-byte class's bin: its counts and the
  * double-free check of blocks deep in it.  Written for the two lists the
  * class had from 550ce8f to 2026-12-06 (free pushed on a second list that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_atfork_order — fork() must not deadlock when the program's own
  * pthread_atfork handlers, registered before lithe's first allocation,
  * allocate.

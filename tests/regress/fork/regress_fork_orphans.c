@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_fork_orphans — after fork() the child must be able to reuse the
  * memory of the threads it does not have.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_fork_purge_off — LITHE_PURGE_THREAD=0 holds in a forked child.
  *
  * The child of fork is told to start the purge thread when memory waits

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_fork_userheap — a fork while other threads use first-class heaps
  * (lithe_heap_*) leaves the child able to use them.  lithe's fork handler
  * took the allocator's own locks but not userheap.c's: the pool lock

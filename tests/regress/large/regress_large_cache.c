@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_large_cache — a thread's freed large blocks are kept for reuse
  * (the large-run cache, src/large.c) and still given back.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_realloc_top — a large block at the arena's top grows into
  * freed pages that are still resident, not into fresh ones above it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_cxx_dlopen — operator new in a C++ plugin that a C program loads
  * with dlopen must throw std::bad_alloc when memory runs out.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // regress_cxx_plugin — the C++ side of regress_cxx_dlopen: a plugin that
 // brings libstdc++ into a C program with dlopen, and whose operator new
 // must throw std::bad_alloc there.

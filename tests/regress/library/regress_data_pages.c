@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_data_pages — lithe's own writable data (.data, .bss) costs a
  * program few pages: the small variables every program writes lie
  * together, not scattered between big arrays.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_libc_symbols — glibc's __libc_malloc family must be lithe's.
  *
  * Some programs and libraries call __libc_malloc, __libc_free ... directly.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_static_names: a program whose own globals have the short names of
  * lithe's internals links statically with liblithe.a, and each side keeps
  * its own.  Before src/names.h, liblithe.a defined `os_map`, `heap_collect`,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_misuse CASE — misuse that lithe let through before the review
  * fixes, one case per test (regress_misuse_CASE). The case runs in a child
  * (this program re-executed with "child CASE"), which prints "ADDR <p>",

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_realloc_errno — with LITHE_ON_ERROR=ignore (set by CMake), every
  * misused realloc returns NULL with errno = EINVAL, as an interior pointer
  * always did.  Before: realloc / reallocarray of a freed small block

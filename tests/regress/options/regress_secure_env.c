@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_secure_env — a setuid program must not take lithe's options from
  * its caller's environment.
  *

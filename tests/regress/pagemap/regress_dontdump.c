@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_dontdump — lithe's reserved, uncommitted address space is left
  * out of core dumps (MADV_DONTDUMP: "dd" in /proc/self/smaps' VmFlags), and
  * what it commits is dumped.  Before: the pagemap's 128 GiB PROT_READ

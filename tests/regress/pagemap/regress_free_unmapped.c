@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_free_unmapped — free() of a block the flat pagemap does not
  * cover keeps every check of the fast path.
  *

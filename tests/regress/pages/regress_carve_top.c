@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_carve_top — a run that no free run holds is cut from the free
  * run at the arena's top, extended by what it lacks, not carved above it.
  *

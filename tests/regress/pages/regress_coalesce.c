@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_coalesce — a free run split off the front of a larger one must be
  * merged with the free runs next to it.
  *

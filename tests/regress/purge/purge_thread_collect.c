@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* purge_thread_collect — the purge thread starts at load, at the
  * program's first pthread_create, or never; never inside malloc or free.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_collect_uncarved — lithe_collect(true) gives back the pages of a
  * span in use past its carve point.
  *

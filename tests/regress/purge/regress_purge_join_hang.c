@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_purge_join_hang — no free() starts, joins or waits for a thread.
  *
  * glibc frees a joined thread's dynamic TLS blocks with its stack-cache

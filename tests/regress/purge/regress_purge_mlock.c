@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_purge_mlock — freed pages that the kernel refuses to purge.
  *
  * A program may mlock a block (a key, kept off swap) and free it without

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_purge_on_time — memory freed in a burst is gone by its due
  * time, not a purge pass after it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_purge_quiet — freed memory goes back while the program is quiet.
  *
  * Free page runs and cached xlarge mappings waited for the purge delay and

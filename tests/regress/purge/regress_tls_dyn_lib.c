@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_purge_join_hang's library: 48 KiB of dynamic TLS.  Loaded with
  * dlopen, its block of each thread is malloc'ed at the thread's first
  * touch (__tls_get_addr) and freed by glibc when the thread's stack is

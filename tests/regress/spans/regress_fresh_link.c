@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_fresh_link — a block malloc hands out must not hold the free
  * list's link to the next free block.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_idle_classes — the size classes a program stopped using give
  * their spans back before it takes fresh pages.
  *

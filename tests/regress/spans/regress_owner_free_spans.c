@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_owner_free_spans — a thread that frees its own blocks gets its
  * spans back into the page heap, while another thread heap is live.
  *

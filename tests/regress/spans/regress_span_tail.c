@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_span_tail — no span ends in an OS page that no block reaches,
  * so memory freed by one size and carved again for another faults in no
  * page that was never touched.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_heapless [CASE] — a thread's first few small allocations come
  * from a shared heap (heap.c, HEAPLESS_ALLOCS); the thread makes a heap of
  * its own only after them.

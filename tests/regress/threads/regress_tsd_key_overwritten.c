@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_tsd_key_overwritten — a thread that overwrites lithe's pthread
  * key with a block of its own must still give its heap back at exit.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_tsd_last_round — a thread whose first allocation happens in the
  * last round of pthread key destructors must not leak its heap.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_tsd_late_alloc — allocation in pthread key destructors that run
  * after lithe's own per-thread teardown.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_tls_dlopen — lithe loaded with dlopen leaves room in glibc's
  * static TLS reserve for the libraries loaded after it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_tls_dlopen's second library: TLS_LIB_BYTES (CMakeLists.txt here)
  * of initial-exec TLS, which a library loaded with dlopen takes from
  * glibc's static reserve. */

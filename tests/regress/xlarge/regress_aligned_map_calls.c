@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_aligned_map_calls — an aligned block with a mapping of its own
  * costs the system calls it needs, and a size the kernel will not commit
  * fails at the first one.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_xlarge_align_commit — an aligned xlarge block must be charged
  * its size, not its size plus its alignment.
  *

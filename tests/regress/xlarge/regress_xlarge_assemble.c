@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_xlarge_assemble — a block made of several freed xlarge mappings.
  *
  * When no freed mapping holds a request, lithe builds the block from the

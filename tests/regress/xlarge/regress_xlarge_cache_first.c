@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_xlarge_cache_first — a big block asked again is taken from
  * the freed mapping of a block of its size before the free page runs of
  * the arenas.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_xlarge_calloc — calloc must zero a reused block.
  *
  * Freed xlarge mappings (above 16 MiB) are kept for reuse, dirty: a calloc

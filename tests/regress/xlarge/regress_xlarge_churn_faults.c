@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_xlarge_churn_faults — a churn of big blocks of random sizes
  * faults in little more than its live set's growth.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_xlarge_from_runs — freed page runs serve blocks above large max.
  *
  * Blocks above large max (1 MiB) took a mapping of their own (cached or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_xlarge_grow_align — a cached xlarge mapping grown for a bigger
  * request stays on an 8 KiB lithe page.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_xlarge_realloc_limit — an xlarge realloc that moves must return
  * NULL with the old block intact when memory runs out, never abort.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_xlarge_realloc_race — an xlarge realloc that moves (mremap) must
  * not clear the pagemap entry of another thread's new block.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_xlarge_realloc_reuse — a big block grown by realloc while the
  * xlarge cache holds the new size takes cached memory, not fresh pages.
  *

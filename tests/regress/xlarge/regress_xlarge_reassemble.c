@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_xlarge_reassemble — a block made of freed xlarge mappings, freed
  * and asked for again, is reused where its pieces lie.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* regress_xlarge_reuse_size — a reused xlarge mapping is the size asked.
  *
  * A freed xlarge mapping is reused for a request up to 1/8 smaller without

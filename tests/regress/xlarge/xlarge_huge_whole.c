@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* xlarge_huge_whole — churned big blocks stay on huge pages.
  *
  * With LITHE_HUGEPAGES=1 (CTest sets it), malloc's fresh xlarge mappings
