@@ -108,8 +108,16 @@ void span_secure_init(void) {
  * block); the list is built from its end, the last window first, each
  * window's order from its last slot down.  A window cut short by the
  * slice's end (m blocks; only the last can be) keeps the slots below m in
- * the order drawn. */
-static block_t *carve_shuffled(char *p, size_t n, size_t size, block_t *head, uintptr_t key) {
+ * the order drawn.  lead (a span's first slice): the block at the span's
+ * start goes out first, the rest of its window after it in the order
+ * drawn.  As in the release build, a write just before the first block a
+ * span hands out then lands before the span (in a fresh arena, on memory
+ * not committed, which faults).  A random first block hid 1- and 32-byte
+ * underflows of small and medium blocks that the release build catches
+ * so (tests/regress/misuse/misuse_matrix.c), and one predictable block per
+ * span gives an attacker little: the block after it is still drawn. */
+static block_t *carve_shuffled(char *p, size_t n, size_t size, block_t *head, uintptr_t key,
+                               bool lead) {
   const uintptr_t secret = lithe_link.secret;
   uint64_t r = secure_random();
   unsigned draws = 64 / 8;
@@ -124,7 +132,7 @@ static block_t *carve_shuffled(char *p, size_t n, size_t size, block_t *head, ui
     r >>= 8;
     draws--;
     char *w = p + w0 * size;
-    if (likely(m == CARVE_WINDOW)) {
+    if (likely(m == CARVE_WINDOW && !(lead && w0 == 0))) {
 #pragma GCC unroll 8
       for (int i = CARVE_WINDOW - 1; i >= 0; i--) {
         block_t *b = (block_t *)(w + order[i] * size);
@@ -134,15 +142,22 @@ static block_t *carve_shuffled(char *p, size_t n, size_t size, block_t *head, ui
       }
     } else {
       for (int i = CARVE_WINDOW - 1; i >= 0; i--) {
-        if (order[i] >= m) continue;
+        if (order[i] >= m || (lead && w0 == 0 && order[i] == 0)) continue;
         block_t *b = (block_t *)(w + order[i] * size);
         b->next = (block_t *)((uintptr_t)head ^ secret ^ (uintptr_t)b);
         b->key = key;
         head = b;
       }
     }
-    if (w0 == 0) return head;
+    if (w0 == 0) break;
   }
+  if (lead) { /* the span's first block, first (above) */
+    block_t *b = (block_t *)p;
+    b->next = (block_t *)((uintptr_t)head ^ secret ^ (uintptr_t)b);
+    b->key = key;
+    head = b;
+  }
+  return head;
 }
 
 /* A popped block's link decodes to noise: report the block (its link word
@@ -187,7 +202,7 @@ bool span_extend(span_t *s) {
   uintptr_t key = span_free_key(s); /* carved blocks count as free: a free()
                                      of one is caught like a double free */
 #if LITHE_SECURE
-  head = carve_shuffled(p, n, size, head, key); /* in a random order (above) */
+  head = carve_shuffled(p, n, size, head, key, p == s->start); /* in a random order (above) */
 #else
   for (size_t i = n; i-- > 0;) {
     block_t *b = (block_t *)(p + i * size);
