@@ -82,10 +82,13 @@ static inline void *malloc_inline(size_t n) {
     t->prof_left = (intptr_t)((uintptr_t)t->prof_left - n); /* wraps, never UB */
     if (unlikely(t->prof_left < 0)) return prof_malloc(n, lithe_tls_heap); /* a tail jump */
 #if LITHE_SECURE
-    /* hardened build: a bad link leaves by a tail jump too (span.c), so
-     * nothing stays live across a call and no register is saved */
+    /* hardened build: a bad link, or a free key that is not the class's
+     * (bytes 0-15 of the free block written since its free), leaves by a
+     * tail jump too (span.c), so nothing stays live across a call and no
+     * register is saved */
     block_t *next = block_next(b);
-    if (unlikely(link_bad(next))) return lithe_bin_pop_corrupt(n, c, lithe_tls_heap, b);
+    if (unlikely(link_bad(next) || block_key(b) != lithe_class_key[c]))
+      return lithe_bin_pop_corrupt(n, c, lithe_tls_heap, b);
     t->bin[c] = next;
 #else
     t->bin[c] = block_pop_next(b);
@@ -121,6 +124,14 @@ static inline void bin_push(heap_t *h, span_t *s, block_t *b, uintptr_t key) {
   heap_bins_t *t = h->bins;
   block_set_key(b, key);
   if (likely(--t->bin_room[c] >= 0)) {
+#if LITHE_SECURE
+    block_t *head = t->bin[c];
+    if (likely(head != NULL)) { /* no immediate reuse: second (free_span) */
+      block_set_next(b, block_next(head));
+      block_set_next(head, b);
+      return;
+    }
+#endif
     block_set_next(b, t->bin[c]);
     t->bin[c] = b;
     return;
@@ -218,6 +229,17 @@ static inline __attribute__((always_inline)) void free_span(void *p, span_t *s) 
                 : "cc", "memory" : full);
 #else
   if (unlikely(--t->bin_room[c] < 0)) goto full;
+#endif
+#if LITHE_SECURE
+  /* hardened build: no immediate reuse.  b goes in under the head, so the
+   * next malloc of the class gets another block, and a write through the
+   * stale pointer after it lands on a free block, whose link and key the
+   * pop checks (malloc_inline).  An empty bin takes b as its head. */
+  if (likely(head != NULL)) {
+    block_set_next(b, block_next(head));
+    block_set_next(head, b);
+    return;
+  }
 #endif
   block_set_next(b, head);
   t->bin[c] = b;

@@ -182,6 +182,8 @@ static inline void block_set_next(block_t *b, block_t *next) {
 }
 #if LITHE_SECURE
 block_t *lithe_link_corrupt(block_t *b) INTERNAL; /* reports; NULL */
+block_t *lithe_key_corrupt(block_t *b) INTERNAL;  /* reports; NULL */
+extern uintptr_t lithe_class_key[NCLASSES] INTERNAL; /* span.c: span_free_key by class */
 void span_secure_init(void) INTERNAL; /* span.c: the carve's window orders */
 /* not NULL-or-16-byte-aligned-below-2^47.  x86-64: `test` and the flag
  * as the result, two instructions (GCC writes `x & mask` as a copy and an

@@ -89,7 +89,15 @@ static uint64_t secure_random(void) {
 #define CARVE_ORDERS 256
 static uint8_t carve_order[CARVE_ORDERS][CARVE_WINDOW];
 
+/* span_free_key (the division magic) of every class: what word 1 of a
+ * free block in a bin holds, which malloc_inline checks on each pop */
+uintptr_t lithe_class_key[NCLASSES];
+
 void span_secure_init(void) {
+  for (unsigned c = 1; c < NCLASSES; c++) {
+    uint32_t size = class_size[c];
+    lithe_class_key[c] = UINT64_MAX / size + 1 + ((size & (size - 1)) == 0); /* span_init_small */
+  }
   for (unsigned k = 0; k < CARVE_ORDERS; k++) {
     uint8_t *idx = carve_order[k];
     uint64_t r = secure_random();
@@ -171,10 +179,18 @@ static block_t *carve_shuffled(char *p, size_t n, size_t size, block_t *head, ui
  * included, now 23; release 19). */
 void *lithe_bin_pop_corrupt(size_t n, unsigned c, heap_t *h, block_t *b) {
   (void)n;
-  h->bins->bin[c] = lithe_link_corrupt(b);
+  h->bins->bin[c] = link_bad(block_next(b)) ? lithe_link_corrupt(b) : lithe_key_corrupt(b);
   h->bins->bin_room[c]++;
   block_clear(b);
   return b;
+}
+
+/* b's free key (word 1) is not its class's: written after its free.  As
+ * lithe_link_corrupt: reports, and the rest of the list is dropped. */
+block_t *lithe_key_corrupt(block_t *b) {
+  lithe_report("malloc", b, "free list corrupted: this free block was written after its free "
+                            "(its free key changed)");
+  return NULL;
 }
 
 block_t *lithe_link_corrupt(block_t *b) {

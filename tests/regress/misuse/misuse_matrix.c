@@ -7,7 +7,9 @@
  * suites count as caught too).  Prints
  * the table (case, release, secure) and fails when
  *   - the hardened build misses a case the release build catches, or
- *   - the hardened build misses a case marked S (a class it adds).
+ *   - the hardened build misses a case marked S (a class it adds: a
+ *     write over the first 16 bytes of a free small block, found when the
+ *     block is handed out; no immediate reuse).
  * This program is not linked with lithe: the children get it by preload.
  *
  * Cases (n: small 48 B, medium 3000 B, large 100 KiB):
@@ -16,11 +18,11 @@
  *     first block; bytes just past its end (its usable size)
  *     or just before its start written; _free: the block freed; _reuse:
  *     then 64 blocks of the size allocated and freed, twice
- *   uaf_{head,mid}_*: a freed block written (word 0, or a word in its
- *     middle), then blocks of the same size allocated
- *   stale_write_small: p freed, q = malloc of the same size, a write
- *     through p, q freed, blocks of the size allocated (caught only when q
- *     is not p: no immediate reuse)
+ *   uaf_{head,key,mid}_*: a freed block written (8 bytes at offset 0, 8,
+ *     or its middle), then blocks of the same size allocated
+ *   stale_write_small: p freed, q = malloc of the same size, its first
+ *     16 bytes written through p, q freed, blocks of the size allocated
+ *     (caught only when q is not p: no immediate reuse)
  *   realloc_freed_*, usable_size_freed_*: the call on a freed block */
 #include "testutil.h"
 
@@ -67,12 +69,16 @@ static void build_cases(void) {
                    v ? "reuse" : "free");
           add(b, 0);
         }
-  for (int w = 0; w < 2; w++)
+  static const char *const at[] = {"head", "key", "mid"};
+  for (int w = 0; w < 3; w++)
     for (int i = 0; i < 3; i++) {
-      snprintf(b, sizeof b, "uaf_%s_%s", w ? "mid" : "head", szname(sizes[i]));
-      add(b, 0);
+      snprintf(b, sizeof b, "uaf_%s_%s", at[w], szname(sizes[i]));
+      /* the hardened build: a write over the link or key of a small free
+       * block is found when the block is handed out again */
+      add(b, w < 2 && i < 2 ? S : 0);
     }
-  add("stale_write_small", 0);
+  /* the hardened build: no immediate reuse */
+  add("stale_write_small", S);
   add("realloc_freed_small", 0);
   add("realloc_freed_large", 0);
   add("usable_size_freed_small", 0);
@@ -134,7 +140,7 @@ static int child(const char *name) {
     memset(p, 5, n);
     sink = p;
     free(sink);
-    size_t off = !strcmp(kind, "head") ? 0 : (n / 2) & ~(size_t)15;
+    size_t off = !strcmp(kind, "head") ? 0 : !strcmp(kind, "key") ? 8 : (n / 2) & ~(size_t)15;
     memset(p + off, 'U', 8);
     churn(n);
   } else if (!strcmp(name, "stale_write_small")) {
@@ -142,7 +148,7 @@ static int child(const char *name) {
     sink = p;
     free(sink);
     char *q = malloc(SMALL);
-    memset(p + 16, 'U', 8); /* through the stale pointer */
+    memset(p, 'U', 16); /* through the stale pointer: its first fields */
     free(q);
     churn(SMALL);
   } else if (!strncmp(name, "realloc_freed_", 14)) {
