@@ -115,6 +115,20 @@ static inline void span_push(heap_t *h, span_t *s, block_t *b) {
   if (unlikely(used <= s->free_trigger)) heap_free_local_slow(h, s);
 }
 
+#if LITHE_SECURE
+/* b into a bin under its head (no immediate reuse, free_span).  The
+ * links' encoding written out: b's link is head's old one re-keyed from
+ * head's address to b's, (next ^ secret ^ head) ^ head ^ b, so the secret
+ * cancels and is loaded once, for head's new link (block_next then
+ * block_set_next twice took 4 instructions more, and +8 % instructions on
+ * fragment --quick against +5 % now). */
+static inline void bin_insert_second(block_t *head, block_t *b) {
+  uintptr_t t = (uintptr_t)head ^ (uintptr_t)b;
+  b->next = (block_t *)((uintptr_t)head->next ^ t);
+  head->next = (block_t *)(t ^ lithe_link.secret);
+}
+#endif
+
 /* The owner's free (the slow path's; free_inline spells it out with the
  * head check): push on its bin while it has room, else on the span (no
  * walk, no lookup: the span is in hand).  The key in word 1 marks the
@@ -127,8 +141,7 @@ static inline void bin_push(heap_t *h, span_t *s, block_t *b, uintptr_t key) {
 #if LITHE_SECURE
     block_t *head = t->bin[c];
     if (likely(head != NULL)) { /* no immediate reuse: second (free_span) */
-      block_set_next(b, block_next(head));
-      block_set_next(head, b);
+      bin_insert_second(head, b);
       return;
     }
 #endif
@@ -236,8 +249,7 @@ static inline __attribute__((always_inline)) void free_span(void *p, span_t *s) 
    * stale pointer after it lands on a free block, whose link and key the
    * pop checks (malloc_inline).  An empty bin takes b as its head. */
   if (likely(head != NULL)) {
-    block_set_next(b, block_next(head));
-    block_set_next(head, b);
+    bin_insert_second(head, b);
     return;
   }
 #endif
