@@ -249,7 +249,15 @@ static inline __attribute__((always_inline)) void free_span(void *p, span_t *s) 
    * stale pointer after it lands on a free block, whose link and key the
    * pop checks (malloc_inline).  An empty bin takes b as its head. */
   if (likely(head != NULL)) {
-    bin_insert_second(head, b);
+    /* b already under the head (freed just before, its key overwritten
+     * since): the slow path's scan finds it there (the key is back) */
+    uintptr_t x = (uintptr_t)head ^ (uintptr_t)b, raw = (uintptr_t)head->next;
+    if (unlikely((raw ^ x) == lithe_link.secret)) {
+      t->bin_room[c]++;
+      goto slow;
+    }
+    b->next = (block_t *)(raw ^ x); /* bin_insert_second */
+    head->next = (block_t *)(x ^ lithe_link.secret);
     return;
   }
 #endif

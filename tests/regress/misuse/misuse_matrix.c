@@ -209,6 +209,12 @@ int main(int argc, char **argv) {
     char h1[128], h2[128];
     int rel = caught(self, argv[1], cases[i].name, h1, sizeof h1);
     int sec = caught(self, argv[2], cases[i].name, h2, sizeof h2);
+    /* the hardened build's carve is random: a miss is run once more, and
+     * reported with both outcomes if it is not a one-off */
+    if (!sec && (rel || cases[i].secure_must)) {
+      printf("    (%s: secure missed it once: %s; again)\n", cases[i].name, h2);
+      sec = caught(self, argv[2], cases[i].name, h2, sizeof h2);
+    }
     nrel += rel != 0;
     nsec += sec != 0;
     static const char *const word[] = {"-", "report", "fault"};
