@@ -157,10 +157,14 @@ static inline span_t *checked_span(const char *op, const void *p) {
  * of the class (where this thread's last free put it, its own block or
  * another thread's: key overwritten since), or at the head of the span's
  * remote list (where the free of a thread with no heap yet put it:
- * bin.c, heap_bin_spill). */
+ * bin.c, heap_bin_spill); in the hardened build also second in the bin. */
 static inline bool small_freed(span_t *s, block_t *b) {
   heap_t *h = lithe_tls_heap;
   return (block_key(b) == span_free_key(s) || b == h->bins->bin[s->cls] || b == h->bins->bin[s->bin_cls] ||
+#if LITHE_SECURE
+          /* (or under the head: no immediate reuse, fastpath.h) */
+          b == bin_second(h->bins->bin[s->cls]) || b == bin_second(h->bins->bin[s->bin_cls]) ||
+#endif
           b == TF_PTR(atomic_load_explicit(&s->thread_free, memory_order_relaxed))) &&
          is_double_free(s, b);
 }

@@ -366,6 +366,14 @@ void heap_decay(heap_t *h) {
 void *bin_pop(heap_t *h, unsigned cls) {
   block_t *b = h->bins->bin[cls];
   lt_assert_block(pagemap_lookup(b), b);
+#if LITHE_SECURE
+  if (unlikely(cls != 0 && block_key(b) != lithe_class_key[cls])) {
+    h->bins->bin[cls] = lithe_key_corrupt(b);
+    h->bins->bin_room[cls]++;
+    block_clear(b);
+    return b;
+  }
+#endif
   h->bins->bin[cls] = block_pop_next(b);
   h->bins->bin_room[cls]++;
   block_clear(b); /* as malloc_inline: no free-list link left behind */
@@ -428,6 +436,14 @@ void *bin_refill(heap_t *h, span_t *s, unsigned cls) {
   s->free = NULL;
   s->nfree = 0;
   s->used += n;
+#if LITHE_SECURE
+  if (unlikely(block_key(b) != span_free_key(s))) {
+    h->bins->bin[cls] = lithe_key_corrupt(b);
+    h->bins->bin_room[cls] = (int32_t)cap;
+    block_clear(b);
+    return b;
+  }
+#endif
   h->bins->bin[cls] = block_pop_next(b);
   h->bins->bin_room[cls] = (int32_t)cap - (int32_t)(n - 1);
   block_clear(b);

@@ -183,6 +183,11 @@ static inline void block_set_next(block_t *b, block_t *next) {
 }
 #if LITHE_SECURE
 block_t *lithe_link_corrupt(block_t *b) INTERNAL; /* reports; NULL */
+block_t *lithe_key_corrupt(block_t *b) INTERNAL;  /* reports; NULL */
+/* the block under a bin's head, where free puts the block it frees (no
+ * immediate reuse, fastpath.h); NULL for an empty bin */
+static inline block_t *bin_second(const block_t *head) { return head ? block_next(head) : NULL; }
+extern uintptr_t lithe_class_key[NCLASSES] INTERNAL; /* span.c: span_free_key by class */
 void span_secure_init(void) INTERNAL; /* span.c: the carve's window orders */
 /* not NULL-or-16-byte-aligned-below-2^47.  x86-64: `test` and the flag
  * as the result, two instructions (GCC writes `x & mask` as a copy and an

@@ -90,7 +90,15 @@ static uint64_t secure_random(void) {
 #define CARVE_ORDERS 256
 static uint8_t carve_order[CARVE_ORDERS][CARVE_WINDOW];
 
+/* span_free_key (the division magic) of every class: what word 1 of a
+ * free block in a bin holds, which malloc_inline checks on each pop */
+uintptr_t lithe_class_key[NCLASSES];
+
 void span_secure_init(void) {
+  for (unsigned c = 1; c < NCLASSES; c++) {
+    uint32_t size = class_size[c];
+    lithe_class_key[c] = UINT64_MAX / size + 1 + ((size & (size - 1)) == 0); /* span_init_small */
+  }
   for (unsigned k = 0; k < CARVE_ORDERS; k++) {
     uint8_t *idx = carve_order[k];
     uint64_t r = secure_random();
@@ -109,8 +117,16 @@ void span_secure_init(void) {
  * block); the list is built from its end, the last window first, each
  * window's order from its last slot down.  A window cut short by the
  * slice's end (m blocks; only the last can be) keeps the slots below m in
- * the order drawn. */
-static block_t *carve_shuffled(char *p, size_t n, size_t size, block_t *head, uintptr_t key) {
+ * the order drawn.  lead (a span's first slice): the block at the span's
+ * start goes out first, the rest of its window after it in the order
+ * drawn.  As in the release build, a write just before the first block a
+ * span hands out then lands before the span (in a fresh arena, on memory
+ * not committed, which faults).  A random first block hid 1- and 32-byte
+ * underflows of small and medium blocks that the release build catches
+ * so (tests/regress/misuse/misuse_matrix.c), and one predictable block per
+ * span gives an attacker little: the block after it is still drawn. */
+static block_t *carve_shuffled(char *p, size_t n, size_t size, block_t *head, uintptr_t key,
+                               bool lead) {
   const uintptr_t secret = lithe_link.secret;
   uint64_t r = secure_random();
   unsigned draws = 64 / 8;
@@ -125,7 +141,7 @@ static block_t *carve_shuffled(char *p, size_t n, size_t size, block_t *head, ui
     r >>= 8;
     draws--;
     char *w = p + w0 * size;
-    if (likely(m == CARVE_WINDOW)) {
+    if (likely(m == CARVE_WINDOW && !(lead && w0 == 0))) {
 #pragma GCC unroll 8
       for (int i = CARVE_WINDOW - 1; i >= 0; i--) {
         block_t *b = (block_t *)(w + order[i] * size);
@@ -135,15 +151,22 @@ static block_t *carve_shuffled(char *p, size_t n, size_t size, block_t *head, ui
       }
     } else {
       for (int i = CARVE_WINDOW - 1; i >= 0; i--) {
-        if (order[i] >= m) continue;
+        if (order[i] >= m || (lead && w0 == 0 && order[i] == 0)) continue;
         block_t *b = (block_t *)(w + order[i] * size);
         b->next = (block_t *)((uintptr_t)head ^ secret ^ (uintptr_t)b);
         b->key = key;
         head = b;
       }
     }
-    if (w0 == 0) return head;
+    if (w0 == 0) break;
   }
+  if (lead) { /* the span's first block, first (above) */
+    block_t *b = (block_t *)p;
+    b->next = (block_t *)((uintptr_t)head ^ secret ^ (uintptr_t)b);
+    b->key = key;
+    head = b;
+  }
+  return head;
 }
 
 /* A popped block's link decodes to noise: report the block (its link word
@@ -157,10 +180,18 @@ static block_t *carve_shuffled(char *p, size_t n, size_t size, block_t *head, ui
  * included, now 23; release 19). */
 void *lithe_bin_pop_corrupt(size_t n, unsigned c, heap_t *h, block_t *b) {
   (void)n;
-  h->bins->bin[c] = lithe_link_corrupt(b);
+  h->bins->bin[c] = link_bad(block_next(b)) ? lithe_link_corrupt(b) : lithe_key_corrupt(b);
   h->bins->bin_room[c]++;
   block_clear(b);
   return b;
+}
+
+/* b's free key (word 1) is not its class's: written after its free.  As
+ * lithe_link_corrupt: reports, and the rest of the list is dropped. */
+block_t *lithe_key_corrupt(block_t *b) {
+  lithe_report("malloc", b, "free list corrupted: this free block was written after its free "
+                            "(its free key changed)");
+  return NULL;
 }
 
 block_t *lithe_link_corrupt(block_t *b) {
@@ -188,7 +219,7 @@ bool span_extend(span_t *s) {
   uintptr_t key = span_free_key(s); /* carved blocks count as free: a free()
                                      of one is caught like a double free */
 #if LITHE_SECURE
-  head = carve_shuffled(p, n, size, head, key); /* in a random order (above) */
+  head = carve_shuffled(p, n, size, head, key, p == s->start); /* in a random order (above) */
 #else
   for (size_t i = n; i-- > 0;) {
     block_t *b = (block_t *)(p + i * size);
