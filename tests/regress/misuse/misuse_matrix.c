@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* misuse_matrix RELEASE_SO SECURE_SO: the misuse matrix (issue 42, item 4).
  * Every case runs in a child (this program again, LD_PRELOAD'ed with one
  * of the two libraries, LITHE_ON_ERROR unset, a timeout); a case is caught
