@@ -1,29 +1,30 @@
 /* SPDX-License-Identifier: MIT */
-/* purge.c — the purge thread (LITHE_PURGE_THREAD=1): purges free pages
- * and cached xlarge mappings on time, through the page heap's purge pass
- * (pages.c, purge_runs), while the program is quiet.
+/* purge.c — the purge thread: purges free pages and cached xlarge
+ * mappings on time, through the page heap's purge pass (pages.c,
+ * purge_runs), while the program is quiet.
  *
  * Free pages and cached xlarge mappings wait LITHE_PURGE_DELAY_MS, then go
- * back to the OS.  Calls into lithe (pages_free, the xlarge cache) purge
- * what has waited long enough; a program that frees its memory and then
- * goes quiet keeps what it freed in its last delay until its next call.
- * With LITHE_PURGE_THREAD=1 a thread purges it on time instead.
+ * back to the OS.  Calls into lithe (pages_free, the large paths) purge
+ * what has waited long enough; without the thread, a program that frees
+ * its memory and then goes quiet keeps what it freed in its last delay
+ * until its next call.
  *
  * Invariant: no thread is created, joined or waited for on any path
  * reachable from an allocation or free call.  glibc calls free() while it
  * holds its stack-cache lock (pthread_join -> __nptl_free_stacks ->
  * _dl_deallocate_tls -> free), and pthread_create and pthread_join take
  * that lock: a thread started or joined from inside free() can wait on
- * its own caller (regress_purge_join_hang).  So the thread is started
- * once, by lithe's constructor when the library loads (purger_start),
- * lives as long as the process, parks on purge_cond while nothing waits,
- * and is never joined; allocation calls only signal it, under pages_lock.
- * It never allocates, blocks every signal and runs on a stack of lithe's.
- * The child of fork has none (fork copies only the caller): there the
- * calls purge, as with the option off.  Off by default: a thread of its
- * own makes every program multi-threaded for good (glibc's and
- * libstdc++'s single-thread fast paths end, unshare(CLONE_NEWUSER) is
- * refused), which a drop-in malloc must not impose. */
+ * its own caller (regress_purge_join_hang).  So the thread starts where
+ * the program itself may make one (override.c): at its first
+ * pthread_create (LITHE_PURGE_THREAD=auto, the default: a threaded
+ * program loses no single-thread fast path by it) or in lithe's
+ * constructor (=1); a single-threaded program stays single-threaded
+ * (libc's and libstdc++'s single-thread fast paths, unshare(CLONE_NEWUSER)).
+ * It lives as long as the process, parks on purge_cond while nothing
+ * waits, and is never joined; allocation calls only signal it, under
+ * pages_lock.  It never allocates, blocks every signal and runs on a
+ * stack of lithe's.  The child of fork has none until its own first
+ * pthread_create. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
