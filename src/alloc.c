@@ -54,6 +54,8 @@
  *   stats.c     counters, the heap walk, lithe_stats_get, the report at exit.
  *   introspect.c glibc's mallinfo2/mallinfo/malloc_stats/malloc_info/mallopt.
  *   override.c  the exported malloc family and C++ operators.
+ *   pthread.c   pthread_create, where the purge thread starts (the shared
+ *               library only).
  *
  * Headers: types.h (the tunables, each with its reason, and the types),
  * internal.h (every layer's prototypes and inline helpers; includes

@@ -496,6 +496,7 @@ size_t purge_runs(uint64_t now, uint64_t by, bool force, size_t keep) INTERNAL;
 /* purge.c */
 typedef int (*purger_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 void purger_start(purger_create_fn create) INTERNAL; /* never inside an allocation call */
+purger_create_fn purger_libc_create(void) INTERNAL;      /* override.c: libc's own */
 void pages_init(void) INTERNAL;
 size_t pages_arena_count(void) INTERNAL;
 size_t pages_purged_bytes(void) INTERNAL;

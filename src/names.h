@@ -100,6 +100,7 @@
 
 /* purge.c */
 #define purger_start       _lithe_purger_start
+#define purger_libc_create _lithe_purger_libc_create
 /* span.c */
 #define span_collect_remote _lithe_span_collect_remote
 #define span_contains_free  _lithe_span_contains_free

@@ -144,27 +144,17 @@ LITHE_API int lithe_prof_dump(const char *path) {
   return prof_dump(path);
 }
 
-/* ---- pthread_create: where the purge thread starts -------------------- */
+/* ---- where the purge thread starts --------------------------------------- */
 /* Never inside an allocation call (purge.c).  LITHE_PURGE_THREAD=1 starts
- * it when the library loads; =auto (the default) at the program's first
- * pthread_create: a program that runs threads is multi-threaded already,
- * so the thread takes no single-thread fast path from it, and the
- * program's own call is a place where making a thread is safe.  Not in the
- * sanitizer builds, whose runtimes define pthread_create themselves. */
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define LITHE_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define LITHE_SANITIZED 1
-#endif
-
+ * it when the library loads (below); =auto (the default) at the program's
+ * first pthread_create (pthread.c, in the shared library only). */
+/* libc's own pthread_create, not the next definition (that may be
+ * another lithe's); the sanitizer builds' runtimes define their own, which
+ * the program's calls reach, so those builds use it. */
+purger_create_fn purger_libc_create(void) {
 #ifdef LITHE_SANITIZED
-static purger_create_fn libc_pthread_create(void) { return pthread_create; }
+  return pthread_create;
 #else
-/* libc's own, not the next definition: that may be another lithe's */
-static purger_create_fn libc_pthread_create(void) {
   static purger_create_fn _Atomic real;
   purger_create_fn f = atomic_load_explicit(&real, memory_order_relaxed);
   if (f) return f;
@@ -176,20 +166,11 @@ static purger_create_fn libc_pthread_create(void) {
   if (!f) f = (purger_create_fn)dlsym(RTLD_NEXT, "pthread_create");
   atomic_store_explicit(&real, f, memory_order_relaxed);
   return f;
-}
-
-LITHE_API int pthread_create(pthread_t *restrict t, const pthread_attr_t *restrict attr, void *(*fn)(void *),
-                             void *restrict arg) {
-  purger_create_fn f = libc_pthread_create();
-  if (!f) return EAGAIN;
-  int rc = f(t, attr, fn, arg);
-  lithe_process_init(); /* (the options, if no allocation came first) */
-  if (rc == 0 && lithe_opt.purge_thread == PURGE_THREAD_AUTO) purger_start(f);
-  return rc;
-}
 #endif
+}
 
 __attribute__((constructor)) static void purger_at_load(void) {
   lithe_process_init();
-  if (lithe_opt.purge_thread == PURGE_THREAD_ON) purger_start(libc_pthread_create());
+  purger_create_fn f = purger_libc_create();
+  if (lithe_opt.purge_thread == PURGE_THREAD_ON && f) purger_start(f);
 }

@@ -17,6 +17,15 @@
 
 #define LITHE_API   __attribute__((visibility("default")))
 #define INTERNAL    __attribute__((visibility("hidden")))
+/* Built with ASan or TSan (tests/sanitize, tests/fuzz): their runtimes
+ * define pthread_create themselves (pthread.c, override.c). */
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define LITHE_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define LITHE_SANITIZED 1
+#endif
+#endif
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 #define NOINLINE    __attribute__((noinline))
