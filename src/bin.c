@@ -20,9 +20,9 @@
  * block goes straight to its span (fastpath.h, span_push), where the
  * usual rules release empty spans and refile full ones: the free has the
  * span in hand, so that costs what a free cost before bins, and nothing
- * walks a bin on the way.  (The first design sent the older half of an
- * overflowing bin back block by block, a pagemap lookup each: 19 % of
- * tree_allocate's instructions.)  Capacity grows (x2, to BIN_MAX_BYTES)
+ * walks a bin on the way (sending an overflowing bin back block by block,
+ * a pagemap lookup each, cost far more: docs/lab/2026-11-29-hot-paths-and-bins.md).
+ * Capacity grows (x2, to BIN_MAX_BYTES)
  * when malloc finds the bin empty after a free found it full since the
  * last refill: the program frees and reuses more than it holds; and all
  * the bins of a heap together stay within BIN_HEAP_BYTES (bin_grow). */
@@ -307,10 +307,9 @@ static void heap_bins_flush_set(heap_t *h, class_set_t set) {
 void heap_bins_flush(heap_t *h) { heap_bins_flush_set(h, CLASSES_ALL); }
 
 /* The bytes heap h's bins may hold at their capacities, counted anew:
- * the assertions' check of h->bins_cap_bytes, which bin_grow reads (this
- * loop in each grow made bin_grow 1.13M of bench-mtrandom --quick's 29.5M
- * instructions in a build of 60 classes, 0.64M with the sum kept; with
- * the 44 classes, 0.60M at 40 classes before -> 0.53M). */
+ * the assertions' check of h->bins_cap_bytes, which bin_grow reads (kept
+ * as a sum because this loop in each grow was costly:
+ * docs/lab/2026-11-29-hot-paths-and-bins.md). */
 static __attribute__((unused)) size_t bins_cap_bytes(const heap_t *h) {
   size_t sum = 0;
   for (unsigned c = 1; c < NCLASSES; c++) sum += (size_t)h->bin_cap[c] * class_size[c];
@@ -392,13 +391,11 @@ static __attribute__((unused)) size_t bins_first_bytes(void) {
 /* The capacity: set at the first refill; when malloc finds the bin empty
  * after frees found it full, grown by as many blocks as spilled past it
  * (at least doubled), up to bin_max_cap, so that a wave of frees that
- * overflowed it fits the next time.  Doubling alone took 8 rounds to grow
- * a flushed bin (heap_span_new: back to its first capacity) to a wave of
- * 65,535 frees, and tree_allocate (rounds of 65,535 nodes and as many
- * payloads) flushed every 4-5 rounds, so its bins never held a round:
- * 2,847,349 of its 3,145,680 frees a run spilled to the spans, which went
- * back to the page heap and were carved again (regress_bin_wave).
- * Measured in docs/lab/2026-12-02-rows-behind-mimalloc.md. */
+ * overflowed it fits the next time: doubling alone grew a flushed bin
+ * too slowly for a program whose waves are flushed every few rounds, and
+ * its frees spilled to the spans, which went back to the page heap and
+ * were carved again (regress_bin_wave;
+ * docs/lab/2026-12-02-rows-behind-mimalloc.md). */
 static uint32_t bin_grow(heap_t *h, unsigned cls) {
   uint32_t old = h->bin_cap[cls], cap = old;
   if (!cap) {
@@ -520,12 +517,10 @@ bool heap_bins_reachable(heap_t *h) {
  * thread's own bin of its class while that has room, so that thread's
  * next malloc of the size reuses it (as tcmalloc's thread caches do),
  * and only a full bin sends it to the span's thread_free.  Handing the
- * block back to its owner alone strands memory: in bench-mtrandom (4
- * threads on 2 cores, one free in 4 of another thread's block) an owner
- * that is not running, or is served from its bins, leaves the blocks
- * other threads freed into its full spans unused while those threads take
- * fresh spans; 41-48 % of the used blocks of every class from 1.5 KiB up
- * sat in thread_free lists.  A bin may therefore hold blocks of other
+ * block back to its owner alone strands memory: an owner that is not
+ * running, or is served from its bins, leaves the blocks other threads
+ * freed into its full spans unused while those threads take fresh spans
+ * (docs/lab/2026-12-01-mtrandom-free-reads-block.md).  A bin may therefore hold blocks of other
  * heaps' spans (still counted `used` by their spans): a flush sends each
  * block to its own span's owner (give_back_list), and the double-free
  * scan walks every heap's bin (heaps_bin_has).  A first-class heap's

@@ -120,9 +120,8 @@ static inline void span_push(heap_t *h, span_t *s, block_t *b) {
 /* b into a bin under its head (no immediate reuse, free_span).  The
  * links' encoding written out: b's link is head's old one re-keyed from
  * head's address to b's, (next ^ secret ^ head) ^ head ^ b, so the secret
- * cancels and is loaded once, for head's new link (block_next then
- * block_set_next twice took 4 instructions more, and +8 % instructions on
- * fragment --quick against +5 % now). */
+ * cancels and is loaded once, for head's new link (cheaper than
+ * block_next then block_set_next twice: docs/lab/2026-12-01-hardened-build-cost.md). */
 static inline void bin_insert_second(block_t *head, block_t *b) {
   uintptr_t t = (uintptr_t)head ^ (uintptr_t)b;
   b->next = (block_t *)((uintptr_t)head->next ^ t);

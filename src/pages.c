@@ -306,9 +306,8 @@ static bool split_tail(span_t *s, size_t bytes) {
 /* Near the memory limit (limit.c): the smallest free run that holds
  * npages and has resident pages, or NULL.  Any run that fits would do
  * otherwise, but there a clean one is faulted in while the limit purges
- * resident ones to make room: bench-limitcycle --limit 80m's 24 KiB phase
- * after 16 MiB blocks faulted 9.9k times with 56 MB of free pages
- * resident.  (A list's resident runs come first, size_list_insert.) */
+ * resident ones to make room (docs/lab/2026-12-02-near-the-memory-limit.md).
+ * (A list's resident runs come first, size_list_insert.) */
 #define FIT_LOOK 8 /* runs looked at in each exact list */
 static span_t *find_fit_resident(size_t npages) {
   if (npages < NSIZE_LISTS)
