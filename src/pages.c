@@ -566,6 +566,10 @@ static bool limit_check_locked(void) {
   return p;
 }
 
+/* How often the calls run a purge pass: four times a delay (at most a
+ * quarter of it late), every 10 ms for delays of 40 ms and less. */
+static uint64_t purge_every_ms(long delay) { return delay > 40 ? (uint64_t)delay / 4 : 10; }
+
 static void maybe_purge(void) {
   if (unlikely(limit_pressure_at) && limit_check_locked()) { purge_runs_now(false, pressure_keep(0)); return; }
   long delay = lithe_opt.purge_delay_ms;
@@ -573,8 +577,7 @@ static void maybe_purge(void) {
    * the callers' again at once) */
   if (delay < 0 || (purger_running && delay > 0)) return;
   uint64_t now = os_now_ms();
-  uint64_t every = delay > 40 ? (uint64_t)delay / 4 : 10;
-  if (delay == 0 || now - last_purge_ms >= every) purge_runs(now, now, false, SIZE_MAX);
+  if (delay == 0 || now - last_purge_ms >= purge_every_ms(delay)) purge_runs(now, now, false, SIZE_MAX);
 }
 
 /* A run whose pages a failed move left unmapped or not ours: never handed
@@ -877,8 +880,7 @@ void pages_release_list_locked(span_t *list, uint64_t freed_ms) {
 void pages_purge_poll(void) {
   long delay = lithe_opt.purge_delay_ms;
   if (delay <= 0 || purger_running) return;
-  uint64_t every = delay > 40 ? (uint64_t)delay / 4 : 10;
-  if (os_now_ms() - atomic_load_explicit(&purge_seen_ms, memory_order_relaxed) < every) return;
+  if (os_now_ms() - atomic_load_explicit(&purge_seen_ms, memory_order_relaxed) < purge_every_ms(delay)) return;
   pthread_mutex_lock(&pages_lock);
   maybe_purge();
   pthread_mutex_unlock(&pages_lock);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <limits.h>
 #include "internal.h"
 
 /* ---- the walk ------------------------------------------------------------ */
@@ -422,8 +423,8 @@ static pid_t report_pid;
 __attribute__((constructor)) static void stats_at_load(void) {
   lithe_process_init(); /* reads the options */
   if (!lithe_opt.show_stats) return;
-  const char *v = secure_getenv("LITHE_STATS_PID");
-  if (v) report_pid = (pid_t)strtol(v, NULL, 10);
+  size_t pid = 0;
+  if (option_size("LITHE_STATS_PID", &pid, 0, INT_MAX, "0")) report_pid = (pid_t)pid;
   report_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 64);
   if (report_fd >= 0 && fstat(report_fd, &report_st) != 0) {
     close(report_fd);
